@@ -1,0 +1,115 @@
+// The backward engine: Tensor::Backward().
+//
+// 1. Collect the ops reachable from the root through grad_fn/inputs, in topological
+//    order (an op after every op that consumes its outputs, reversed).
+// 2. Walk them from the root: gather each op's output gradients from its slots,
+//    call its Backward_, and send each input gradient to that input's slot: the
+//    slot (op, output index) of the op that produced the input, or the leaf's .grad.
+// 3. A slot adopts the first gradient it receives and adds later ones, so a tensor
+//    used twice gets the sum. Leaves accumulate across Backward() calls.
+// 4. Unless keep_graph, each op releases its inputs and saved tensors once used.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "zero/autograd/functional.h"
+#include "zero/autograd/grad_mode.h"
+#include "zero/autograd/tensor_op.h"
+
+namespace zero {
+namespace {
+
+using autograd::TensorOp;
+
+// Ops reachable from `root`, each after all ops that consume its outputs.
+std::vector<TensorOp*> topological_order(TensorOp* root) {
+  std::vector<TensorOp*> order;
+  std::unordered_set<TensorOp*> seen{root};
+  // Iterative post-order DFS (a deep GPT graph would overflow a recursive one).
+  std::vector<std::pair<TensorOp*, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [op, next] = stack.back();
+    if (next < op->inputs().size()) {
+      const Tensor& input = op->inputs()[next++];
+      if (!input.defined()) continue;
+      TensorOp* producer = input.grad_fn().get();
+      if (producer != nullptr && seen.insert(producer).second) stack.push_back({producer, 0});
+    } else {
+      order.push_back(op);
+      stack.pop_back();
+    }
+  }
+  return {order.rbegin(), order.rend()};  // post-order reversed: consumers first
+}
+
+// Adds `grad` into `slot`: the first gradient is adopted, later ones are summed.
+void accumulate(Tensor& slot, const Tensor& grad) {
+  slot = slot.defined() ? slot + grad : grad;
+}
+
+// A leaf's .grad must be a plain contiguous tensor of its own: a gradient that is a
+// broadcast view (stride 0) or aliases another tensor's buffer is copied.
+void accumulate_leaf(TensorImpl* leaf, const Tensor& grad) {
+  if (!leaf->grad.defined()) {
+    leaf->grad = grad.is_contiguous() ? grad : grad.Contiguous();
+  } else {
+    leaf->grad = leaf->grad + grad;
+  }
+}
+
+}  // namespace
+
+void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
+  ZERO_CHECK(requires_grad(), "Backward() needs a tensor that requires grad; this one has no "
+             "autograd history (did you call SetRequiresGrad() on the inputs?)");
+  Tensor root_grad = grad;
+  if (!root_grad.defined()) {
+    ZERO_CHECK(numel() == 1, "Backward() without a gradient needs a one-element tensor (a "
+               "loss), got shape ", shape_to_string(sizes()));
+    root_grad = Tensor::Ones(sizes(), options());
+  }
+  ZERO_CHECK(root_grad.sizes() == sizes() && root_grad.device() == device(),
+             "Backward(grad): expected grad of shape ", shape_to_string(sizes()), " on ",
+             device(), ", got ", shape_to_string(root_grad.sizes()), " on ", root_grad.device());
+  NoGradGuard no_grad;  // the backward itself is not recorded
+  if (is_leaf()) {
+    accumulate_leaf(impl(), root_grad);
+    return;
+  }
+
+  std::vector<TensorOp*> order = topological_order(grad_fn().get());
+  std::unordered_map<TensorOp*, std::vector<Tensor>> slots;
+  slots[grad_fn().get()].resize(grad_fn()->output_metas().size());
+  slots[grad_fn().get()][impl()->output_index] = root_grad;
+  // Keep every op alive while we walk: releasing one op's inputs may drop the last
+  // reference to an op later in the order.
+  std::vector<std::shared_ptr<TensorOp>> alive;
+  alive.reserve(order.size());
+  for (TensorOp* op : order) alive.push_back(op->shared_from_this());
+
+  for (TensorOp* op : order) {
+    std::vector<Tensor>& grad_outputs = slots[op];
+    grad_outputs.resize(op->output_metas().size());
+    for (size_t k = 0; k < grad_outputs.size(); ++k) {
+      if (!grad_outputs[k].defined()) {
+        const TensorMeta& m = op->output_metas()[k];
+        grad_outputs[k] = Tensor::Zeros(m.sizes, TensorOption{m.dtype, m.device, false});
+      }
+    }
+    std::vector<Tensor> grad_inputs = op->RunBackward(grad_outputs);
+    slots.erase(op);
+    for (size_t i = 0; i < grad_inputs.size(); ++i) {
+      if (!op->needs_grad(i) || !grad_inputs[i].defined()) continue;
+      const Tensor& input = op->inputs()[i];
+      if (TensorOp* producer = input.grad_fn().get()) {
+        std::vector<Tensor>& s = slots[producer];
+        s.resize(producer->output_metas().size());
+        accumulate(s[input.impl()->output_index], grad_inputs[i]);
+      } else {
+        accumulate_leaf(input.impl(), grad_inputs[i]);
+      }
+    }
+    if (!keep_graph) op->Release();
+  }
+}
+
+}  // namespace zero

@@ -1,0 +1,131 @@
+/// @file
+/// The ops users call: `a + b`, `matmul(a, b)`, `softmax(x)`, `cross_entropy(...)`.
+///
+/// Each function runs one `TensorOp` (`RunOp<OpX>`) so that, when an input requires
+/// grad, the result remembers how it was made and `Backward()` can differentiate it.
+/// Every op is differentiable in its F32 inputs. Shapes in comments: B batch, T time,
+/// C channels, V vocabulary.
+#pragma once
+
+#include <vector>
+
+#include "zero/core/generator.h"
+#include "zero/core/tensor.h"
+
+namespace zero {
+
+/// @name Element-wise arithmetic (NumPy broadcasting)
+/// @{
+/// `a + b`.
+Tensor add(const Tensor& a, const Tensor& b);
+/// `a - b`.
+Tensor sub(const Tensor& a, const Tensor& b);
+/// `a * b`.
+Tensor mul(const Tensor& a, const Tensor& b);
+/// `a / b`.
+Tensor div(const Tensor& a, const Tensor& b);
+/// `a + b`.
+Tensor operator+(const Tensor& a, const Tensor& b);
+/// `a - b`.
+Tensor operator-(const Tensor& a, const Tensor& b);
+/// `a * b`.
+Tensor operator*(const Tensor& a, const Tensor& b);
+/// `a / b`.
+Tensor operator/(const Tensor& a, const Tensor& b);
+/// `a + s`.
+Tensor operator+(const Tensor& a, float s);
+/// `a - s`.
+Tensor operator-(const Tensor& a, float s);
+/// `a * s`.
+Tensor operator*(const Tensor& a, float s);
+/// `a / s`.
+Tensor operator/(const Tensor& a, float s);
+/// `s + a`.
+Tensor operator+(float s, const Tensor& a);
+/// `s - a`.
+Tensor operator-(float s, const Tensor& a);
+/// `s * a`.
+Tensor operator*(float s, const Tensor& a);
+/// `s / a`.
+Tensor operator/(float s, const Tensor& a);
+/// `-a`.
+Tensor operator-(const Tensor& a);
+/// @}
+
+/// @name Element-wise functions
+/// @{
+/// `-x`.
+Tensor neg(const Tensor& x);
+/// `e^x`.
+Tensor exp(const Tensor& x);
+/// Natural logarithm.
+Tensor log(const Tensor& x);
+/// Square root.
+Tensor sqrt(const Tensor& x);
+/// Hyperbolic tangent.
+Tensor tanh(const Tensor& x);
+/// `max(x, 0)`.
+Tensor relu(const Tensor& x);
+/// GeLU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+Tensor gelu(const Tensor& x);
+/// @}
+
+/// @name Reductions
+/// With `keepdim` the reduced dimension stays with size 1.
+/// @{
+/// Sum of all elements (0-d).
+Tensor sum(const Tensor& x);
+/// Sum over `dim`.
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Mean of all elements (0-d).
+Tensor mean(const Tensor& x);
+/// Mean over `dim`.
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Maximum of all elements (0-d); the gradient goes to the first maximal element.
+Tensor max(const Tensor& x);
+/// Maximum over `dim`; the gradient goes to the first maximal element of each slice.
+Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);
+/// Position of the maximum over `dim` (I32, not differentiable).
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+/// @}
+
+/// @name Normalisation and losses
+/// @{
+/// Softmax over the last dimension.
+Tensor softmax(const Tensor& x);
+/// Log-softmax over the last dimension (numerically stable).
+Tensor log_softmax(const Tensor& x);
+/// LayerNorm over the last dimension C: `(x - mean) / sqrt(var + eps) * weight + bias`,
+/// `weight` and `bias` of shape [C].
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+/// Mean cross-entropy of `logits` [N, V] against I32 `targets` [N], skipping rows whose
+/// target is `ignore_index` (0-d result).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index = -100);
+/// @}
+
+/// @name Linear algebra
+/// @{
+/// Matrix product `a[..., M, K] @ b[..., K, N]`; batch dimensions broadcast; a 1-d
+/// operand is not accepted (use `Unsqueeze`).
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// @}
+
+/// @name Indexing, masking, joining
+/// @{
+/// Rows of `weight` [V, C] picked by I32 `ids` [...]: result [..., C].
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+/// `x` with `value` wherever I32 `mask` (broadcast to x) is non-zero.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
+/// Joins tensors along `dim`; other sizes must match.
+Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
+/// @}
+
+/// @name Regularisation
+/// @{
+/// Zeroes each element with probability `p` and scales the rest by 1/(1-p) when
+/// `training`; the identity otherwise. The mask comes from `gen`'s Philox stream
+/// (the default generator when null), so it is reproducible on any device.
+Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = nullptr);
+/// @}
+
+}  // namespace zero

@@ -1,0 +1,72 @@
+// TensorOp::Apply (recording) and the bookkeeping the engine relies on.
+#include "zero/autograd/tensor_op.h"
+
+#include "zero/autograd/functional.h"
+#include "zero/autograd/grad_mode.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero::autograd {
+
+std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> outputs;
+  {
+    NoGradGuard no_grad;  // ops used inside OpValue_ must not record themselves
+    outputs = OpValue_(inputs);
+  }
+  if (!GradMode::enabled()) return outputs;
+  bool any = false;
+  std::vector<bool> needs(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    needs[i] = inputs[i].defined() && inputs[i].requires_grad();
+    any = any || needs[i];
+  }
+  if (!any) return outputs;
+  inputs_ = inputs;
+  needs_grad_ = std::move(needs);
+  output_metas_.clear();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    TensorImpl* impl = outputs[k].impl();
+    ZERO_ASSERT(impl->grad_fn == nullptr, name(), " returned an output that already has a grad_fn");
+    output_metas_.push_back(impl->meta);
+    if (impl->meta.dtype != DataType::F32) continue;  // integer outputs (indices) carry no gradient
+    impl->grad_fn = shared_from_this();
+    impl->output_index = static_cast<int>(k);
+  }
+  return outputs;
+}
+
+std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_outputs) {
+  ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(); "
+             "pass keep_graph=true to the first Backward() to run backward twice");
+  std::vector<Tensor> grads = Backward_(grad_outputs);
+  ZERO_ASSERT(grads.size() == inputs_.size(), name(), " returned ", grads.size(),
+              " gradients for ", inputs_.size(), " inputs");
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!needs_grad_[i] || !grads[i].defined()) continue;
+    ZERO_ASSERT(grads[i].sizes() == inputs_[i].sizes(), name(), " gave input ", i,
+                " a gradient of shape ", shape_to_string(grads[i].sizes()), ", expected ",
+                shape_to_string(inputs_[i].sizes()));
+  }
+  return grads;
+}
+
+void TensorOp::Release() {
+  inputs_.clear();
+  ReleaseSaved_();
+  released_ = true;
+}
+
+Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
+  if (grad.sizes() == shape) return grad;
+  Tensor g = grad;
+  const int lead = g.dim() - static_cast<int>(shape.size());
+  ZERO_ASSERT(lead >= 0, "cannot reduce shape ", shape_to_string(grad.sizes()), " to ",
+              shape_to_string(shape));
+  for (int d = 0; d < lead; ++d) g = sum(g, 0, /*keepdim=*/false);
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (shape[d] == 1 && g.size(d) != 1) g = sum(g, d, /*keepdim=*/true);
+  }
+  return g;
+}
+
+}  // namespace zero::autograd

@@ -1,0 +1,80 @@
+/// @file
+/// `TensorOp`, `RunOp`: how an op computes its value and records itself for autograd.
+///
+/// Every differentiable op is a subclass of `TensorOp` with two methods:
+/// `OpValue_` computes the outputs (allocating them and calling `ops::` kernels) and
+/// `Backward_` maps output gradients to input gradients. `RunOp<OpAdd>({a, b})` makes
+/// the op, and `TensorOp::Apply` runs `OpValue_` and, when gradients are recorded and
+/// an input requires grad, links the outputs to the op (`grad_fn`) and the op to its
+/// inputs: that chain is the graph `Backward()` walks (autograd/engine.cpp).
+/// Read next: functional.h (the ops users call), engine.cpp.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "zero/core/tensor.h"
+
+namespace zero::autograd {
+
+/// One recorded operation in the autograd graph.
+///
+/// An op keeps its inputs (the graph's edges) and whatever it saved for the backward,
+/// never its outputs (that would be a reference cycle); to reuse an output it saves
+/// `out.Detach()`, which shares the buffer without the history.
+class TensorOp : public std::enable_shared_from_this<TensorOp> {
+ public:
+  virtual ~TensorOp() = default;
+
+  /// The op's name as printed in graphs and errors ("OpAdd").
+  virtual const char* name() const = 0;
+
+  /// Computes the outputs and, if recording, attaches this op to them.
+  std::vector<Tensor> Apply(const std::vector<Tensor>& inputs);
+
+  /// The inputs recorded by `Apply` (empty once the graph is freed or when not recorded).
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  /// Metadata of each output, to make zero gradients for outputs that got none.
+  const std::vector<TensorMeta>& output_metas() const { return output_metas_; }
+  /// Whether input `i` needs a gradient (it requires grad).
+  bool needs_grad(size_t i) const { return i < needs_grad_.size() && needs_grad_[i]; }
+
+  /// Runs `Backward_` on behalf of the engine; throws if the graph was freed.
+  std::vector<Tensor> RunBackward(const std::vector<Tensor>& grad_outputs);
+  /// Frees the graph edges and saved tensors (called by the engine after use).
+  void Release();
+
+ protected:
+  /// Computes the outputs from `inputs` (gradient recording is off inside).
+  virtual std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) = 0;
+  /// Returns one gradient per input (undefined for inputs that need none), given one
+  /// gradient per output (zeros stand in for outputs that received none).
+  virtual std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) = 0;
+  /// Frees tensors saved for the backward; override when the op saves any.
+  virtual void ReleaseSaved_() {}
+
+ private:
+  std::vector<Tensor> inputs_;
+  std::vector<bool> needs_grad_;
+  std::vector<TensorMeta> output_metas_;
+  bool released_ = false;
+};
+
+/// Makes an `Op` from `args`, applies it to `inputs`, and returns all its outputs.
+template <typename Op, typename... Args>
+std::vector<Tensor> RunOpMulti(const std::vector<Tensor>& inputs, Args&&... args) {
+  return std::make_shared<Op>(std::forward<Args>(args)...)->Apply(inputs);
+}
+
+/// Makes an `Op` from `args`, applies it to `inputs`, and returns its (first) output.
+template <typename Op, typename... Args>
+Tensor RunOp(const std::vector<Tensor>& inputs, Args&&... args) {
+  return RunOpMulti<Op>(inputs, std::forward<Args>(args)...)[0];
+}
+
+/// Sums `grad` over the dimensions that broadcasting expanded, giving a tensor of
+/// `shape` (the backward of every broadcasting op).
+Tensor sum_to_shape(const Tensor& grad, const Shape& shape);
+
+}  // namespace zero::autograd

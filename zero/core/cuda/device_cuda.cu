@@ -1,0 +1,85 @@
+// The CUDA side of core: device queries and the caching CUDA allocator, which is
+// the shared CachingPool (tensor_context.h) over cudaMalloc with 512-byte rounding.
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "zero/core/cuda/cuda_check.cuh"
+#include "zero/core/device.h"
+#include "zero/core/tensor_context.h"
+
+namespace zero {
+
+bool cuda_built() { return true; }
+
+int cuda_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();  // no driver or no GPU: clear the sticky error, report none
+      n = 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+namespace {
+
+class CudaMallocAllocator : public RawAllocator {
+ public:
+  explicit CudaMallocAllocator(int index) : index_(index) {}
+  void* Allocate(size_t bytes) override {
+    ZERO_CUDA_CHECK(cudaSetDevice(index_));
+    void* ptr = nullptr;
+    if (cudaMalloc(&ptr, bytes) != cudaSuccess) {
+      cudaGetLastError();  // out of memory is not sticky; let the pool trim and retry
+      return nullptr;
+    }
+    return ptr;
+  }
+  void Free(void* ptr, size_t) override {
+    ZERO_CUDA_CHECK(cudaSetDevice(index_));
+    ZERO_CUDA_CHECK(cudaFree(ptr));
+  }
+  std::string Name() const override { return "cudaMalloc on cuda:" + std::to_string(index_); }
+
+ private:
+  int index_;
+};
+
+// Caching allocator of one GPU: requests rounded to 512 bytes.
+class CUDATensorContext : public TensorContext {
+ public:
+  explicit CUDATensorContext(int index) : index_(index), raw_(index), pool_(raw_, 512) {}
+  Device device() const override { return Device::Cuda(index_); }
+  void* NewMem(size_t bytes) override { return pool_.Allocate(bytes); }
+  void DeleteMem(void* ptr) override { pool_.Free(ptr); }
+  void TrimFreePool() override { pool_.TrimFreePool(); }
+  MemoryStats Stats() const override { return pool_.Stats(); }
+  void ResetPeak() override { pool_.ResetPeak(); }
+
+ private:
+  int index_;
+  CudaMallocAllocator raw_;
+  CachingPool pool_;
+};
+
+}  // namespace
+
+namespace detail {
+
+TensorContext& cuda_tensor_context(int index) {
+  const int count = cuda_device_count();
+  ZERO_CHECK(index < count, "cuda:", index, " is not available: this machine has ", count,
+             " CUDA device(s)");
+  static std::mutex mutex;
+  static std::vector<CUDATensorContext*> contexts;  // never destroyed, like the CPU's
+  std::lock_guard<std::mutex> lock(mutex);
+  if (contexts.empty()) contexts.resize(count, nullptr);
+  if (contexts[index] == nullptr) contexts[index] = new CUDATensorContext(index);
+  return *contexts[index];
+}
+
+}  // namespace detail
+}  // namespace zero

@@ -1,0 +1,20 @@
+// The CUDA entry points of a CPU-only build (-DZERO_CUDA=OFF or no toolkit found):
+// the same API, with every way into the GPU throwing one clear error.
+#include "zero/core/device.h"
+#include "zero/core/error.h"
+#include "zero/core/tensor_context.h"
+
+namespace zero {
+
+bool cuda_built() { return false; }
+int cuda_device_count() { return 0; }
+
+namespace detail {
+TensorContext& cuda_tensor_context(int index) {
+  ZERO_CHECK(false, "Zero was built without CUDA, so cuda:", index,
+             " cannot be used; rebuild with -DZERO_CUDA=ON on a machine with the CUDA toolkit");
+  __builtin_unreachable();
+}
+}  // namespace detail
+
+}  // namespace zero

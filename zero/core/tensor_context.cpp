@@ -1,0 +1,139 @@
+// CachingPool (the policy shared by the CPU and CUDA contexts), the CPU context,
+// and DefaultTensorContext. The CUDA context lives in kernels/cuda/ behind
+// detail::cuda_tensor_context(), which a CPU-only build defines to throw.
+#include "zero/core/tensor_context.h"
+
+#include <cstdlib>
+#include <memory>
+
+#include "zero/core/error.h"
+
+namespace zero {
+
+namespace detail {
+TensorContext& cuda_tensor_context(int index);  // kernels/cuda/ or no_cuda.cpp
+}
+
+// ---------------------------------------------------------------- CachingPool
+
+CachingPool::CachingPool(RawAllocator& raw, size_t rounding) : raw_(raw), rounding_(rounding) {
+  ZERO_ASSERT(rounding > 0 && (rounding & (rounding - 1)) == 0, "rounding must be a power of 2");
+}
+
+CachingPool::~CachingPool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TrimLocked();
+  // Blocks still live belong to tensors that outlive the pool (static destruction
+  // order); leaking them at exit is harmless and safer than freeing under them.
+}
+
+size_t CachingPool::RoundUp(size_t bytes) const {
+  if (bytes == 0) bytes = 1;
+  return (bytes + rounding_ - 1) / rounding_ * rounding_;
+}
+
+void* CachingPool::Allocate(size_t request) {
+  const size_t bytes = RoundUp(request);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = free_.lower_bound(bytes);
+  void* ptr = nullptr;
+  size_t size = bytes;
+  if (it != free_.end() && it->first <= 2 * bytes) {
+    ptr = it->second;
+    size = it->first;
+    free_.erase(it);
+    stats_.cached_bytes -= size;
+    ++stats_.hits;
+  } else {
+    ++stats_.misses;
+    ptr = raw_.Allocate(bytes);
+    if (ptr == nullptr) {  // out of memory: give the cache back and try once more
+      TrimLocked();
+      ptr = raw_.Allocate(bytes);
+    }
+    ZERO_CHECK(ptr != nullptr, "out of memory: ", raw_.Name(), " could not provide ", bytes,
+               " bytes (requested ", request, "); allocator: live ", stats_.live_bytes,
+               " B, peak ", stats_.peak_bytes, " B, reserved ", stats_.reserved_bytes,
+               " B, cached ", stats_.cached_bytes, " B after trimming");
+    ++stats_.raw_allocs;
+    stats_.reserved_bytes += bytes;
+  }
+  live_.emplace(ptr, size);
+  stats_.live_bytes += size;
+  if (stats_.live_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.live_bytes;
+  return ptr;
+}
+
+void CachingPool::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  ZERO_ASSERT(it != live_.end(), "freeing a block this pool does not own");
+  const size_t size = it->second;
+  live_.erase(it);
+  stats_.live_bytes -= size;
+  stats_.cached_bytes += size;
+  free_.emplace(size, ptr);
+}
+
+void CachingPool::TrimFreePool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TrimLocked();
+}
+
+void CachingPool::TrimLocked() {
+  for (auto& [size, ptr] : free_) {
+    raw_.Free(ptr, size);
+    stats_.reserved_bytes -= size;
+    ++stats_.raw_frees;
+  }
+  stats_.cached_bytes = 0;
+  free_.clear();
+}
+
+MemoryStats CachingPool::Stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void CachingPool::ResetPeak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_bytes = stats_.live_bytes;
+}
+
+// ---------------------------------------------------------------- CPU context
+
+class CPUTensorContext::HostAllocator : public RawAllocator {
+ public:
+  // 64-byte alignment: a cache line, and enough for any SIMD load.
+  void* Allocate(size_t bytes) override { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
+  void Free(void* ptr, size_t) override { std::free(ptr); }
+  std::string Name() const override { return "the host allocator"; }
+};
+
+CPUTensorContext::CPUTensorContext()
+    : raw_(new HostAllocator()), pool_(new CachingPool(*raw_, kRounding)) {}
+
+CPUTensorContext::~CPUTensorContext() {
+  delete pool_;
+  delete raw_;
+}
+
+void* CPUTensorContext::NewMem(size_t bytes) { return pool_->Allocate(bytes); }
+void CPUTensorContext::DeleteMem(void* ptr) { pool_->Free(ptr); }
+void CPUTensorContext::TrimFreePool() { pool_->TrimFreePool(); }
+MemoryStats CPUTensorContext::Stats() const { return pool_->Stats(); }
+void CPUTensorContext::ResetPeak() { pool_->ResetPeak(); }
+
+// ---------------------------------------------------------------- defaults
+
+TensorContext& DefaultTensorContext::Get(Device device) {
+  if (device.is_cpu()) {
+    // Never destroyed: tensors in static storage may free into it during exit.
+    static CPUTensorContext* cpu = new CPUTensorContext();
+    return *cpu;
+  }
+  return detail::cuda_tensor_context(device.index());
+}
+
+}  // namespace zero

@@ -1,0 +1,137 @@
+/// @file
+/// `TensorContext`: the allocator behind every tensor buffer, one per device.
+///
+/// Both the CPU and the CUDA context are a `CachingPool` over a raw allocator
+/// (`std::aligned_alloc` or `cudaMalloc`): freed blocks are kept and handed out
+/// again, so steady-state training never calls the raw allocator. The policy is
+/// plain C++ so tests drive it without a GPU. Read next: tensor_node.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "zero/core/device.h"
+
+namespace zero {
+
+/// Counters of one allocator. Bytes are rounded sizes.
+struct MemoryStats {
+  size_t live_bytes = 0;      ///< Bytes in blocks handed out and not yet returned.
+  size_t peak_bytes = 0;      ///< Highest `live_bytes` since creation or `ResetPeak()`.
+  size_t reserved_bytes = 0;  ///< Bytes obtained from the raw allocator (live + cached).
+  size_t cached_bytes = 0;    ///< Bytes in free blocks kept for reuse.
+  uint64_t hits = 0;          ///< Requests served from the cache.
+  uint64_t misses = 0;        ///< Requests that needed the raw allocator.
+  uint64_t raw_allocs = 0;    ///< Calls to the raw allocator (`cudaMalloc` on CUDA).
+  uint64_t raw_frees = 0;     ///< Blocks given back to the raw allocator.
+};
+
+/// The raw allocator under a `CachingPool`: `malloc`-like, may fail by returning null.
+class RawAllocator {
+ public:
+  virtual ~RawAllocator() = default;
+  /// Returns `bytes` of fresh memory, or nullptr when there is none.
+  virtual void* Allocate(size_t bytes) = 0;
+  /// Gives back a block that `Allocate` returned.
+  virtual void Free(void* ptr, size_t bytes) = 0;
+  /// Describes the allocator for error messages ("cudaMalloc on cuda:0").
+  virtual std::string Name() const = 0;
+};
+
+/// A best-fit cache of freed blocks over a `RawAllocator`.
+///
+/// Requests are rounded up to `rounding` bytes. A request takes the smallest free
+/// block that fits, unless that block is more than twice the request (then a large
+/// block is not pinned by a small tensor, and a new block is made instead). On a raw
+/// failure the pool trims its cache and retries once, then throws `zero::Error`
+/// stating the request and the statistics. Thread-safe.
+class CachingPool {
+ public:
+  /// A pool drawing from `raw`, rounding every request up to a multiple of `rounding`.
+  CachingPool(RawAllocator& raw, size_t rounding);
+  ~CachingPool();
+  CachingPool(const CachingPool&) = delete;
+  CachingPool& operator=(const CachingPool&) = delete;
+
+  /// Returns a block of at least `bytes` (a zero-byte request gets a `rounding`-sized block).
+  void* Allocate(size_t bytes);
+  /// Returns a block to the cache.
+  void Free(void* ptr);
+  /// Gives every cached (free) block back to the raw allocator.
+  void TrimFreePool();
+  /// A snapshot of the counters.
+  MemoryStats Stats() const;
+  /// Sets `peak_bytes` to the current `live_bytes`.
+  void ResetPeak();
+  /// `bytes` rounded up to the pool's granularity.
+  size_t RoundUp(size_t bytes) const;
+
+ private:
+  void TrimLocked();
+
+  RawAllocator& raw_;
+  size_t rounding_;
+  mutable std::mutex mutex_;
+  std::multimap<size_t, void*> free_;           // size -> block, for best fit
+  std::unordered_map<void*, size_t> live_;      // block -> size
+  MemoryStats stats_;
+};
+
+/// The allocator of one device. Tensors get their buffers through it.
+class TensorContext {
+ public:
+  virtual ~TensorContext() = default;
+  /// The device whose memory this context hands out.
+  virtual Device device() const = 0;
+  /// Returns a block of at least `bytes` on `device()`.
+  virtual void* NewMem(size_t bytes) = 0;
+  /// Returns a block obtained from `NewMem` to the cache.
+  virtual void DeleteMem(void* ptr) = 0;
+  /// Gives every cached block back to the system (or the CUDA driver).
+  virtual void TrimFreePool() = 0;
+  /// A snapshot of the allocator's counters.
+  virtual MemoryStats Stats() const = 0;
+  /// Starts a new peak measurement from the current live bytes.
+  virtual void ResetPeak() = 0;
+};
+
+/// Host memory: 64-byte aligned blocks, sizes rounded to 16 bytes, best-fit reuse.
+class CPUTensorContext : public TensorContext {
+ public:
+  CPUTensorContext();
+  ~CPUTensorContext() override;
+  /// Always the CPU.
+  Device device() const override { return Device::Cpu(); }
+  /// Returns a 64-byte aligned block of at least `bytes`.
+  void* NewMem(size_t bytes) override;
+  /// Returns a block to the cache.
+  void DeleteMem(void* ptr) override;
+  /// Frees every cached block.
+  void TrimFreePool() override;
+  /// A snapshot of the counters.
+  MemoryStats Stats() const override;
+  /// Starts a new peak measurement.
+  void ResetPeak() override;
+
+  /// Granularity of host allocations, in bytes.
+  static constexpr size_t kRounding = 16;
+
+ private:
+  class HostAllocator;
+  HostAllocator* raw_;
+  CachingPool* pool_;
+};
+
+/// The process-wide context of each device.
+class DefaultTensorContext {
+ public:
+  /// The context of `device`; throws if CUDA is requested in a build without it
+  /// or the GPU index does not exist.
+  static TensorContext& Get(Device device);
+};
+
+}  // namespace zero

@@ -1,0 +1,51 @@
+// CPU kernels behind tensor_ops.h (private to the library). Arguments arrive
+// checked by the dispatch functions: same device, fitting shapes and dtypes.
+// Each family lives in its own file under kernels/cpu/, parallelised with OpenMP.
+#pragma once
+
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero::ops {
+
+void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+void binary_scalar_cpu(BinaryOp op, const Tensor& a, float s, const Tensor& out, bool scalar_first);
+void unary_cpu(UnaryOp op, const Tensor& x, const Tensor& out);
+void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                        const Tensor& grad_x);
+void fill_cpu(const Tensor& out, float value);
+void arange_cpu(const Tensor& out, double start, double step);
+void rand_uniform_cpu(const Tensor& out, uint64_t seed, uint64_t offset);
+void rand_normal_cpu(const Tensor& out, uint64_t seed, uint64_t offset);
+void copy_cpu(const Tensor& src, const Tensor& dst);
+void sum_cpu(const Tensor& x, int dim, const Tensor& out);
+void sum_all_cpu(const Tensor& x, const Tensor& out);
+void mean_cpu(const Tensor& x, int dim, const Tensor& out);
+void mean_all_cpu(const Tensor& x, const Tensor& out);
+void max_cpu(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
+void max_all_cpu(const Tensor& x, const Tensor& value, const Tensor& index);
+void softmax_forward_cpu(const Tensor& x, const Tensor& y);
+void softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
+void log_softmax_forward_cpu(const Tensor& x, const Tensor& y);
+void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
+void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out);
+void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                            const Tensor& y, const Tensor& mean, const Tensor& rstd);
+void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                             const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                             const Tensor& grad_weight, const Tensor& grad_bias);
+void embedding_forward_cpu(const Tensor& weight, const Tensor& ids, const Tensor& out);
+void embedding_backward_cpu(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight);
+void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
+                               const Tensor& loss, const Tensor& lse);
+void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                const Tensor& grad_loss, int ignore_index,
+                                const Tensor& grad_logits);
+void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y);
+void dropout_backward_cpu(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,
+                          const Tensor& grad_x);
+void masked_fill_cpu(const Tensor& x, const Tensor& mask, float value, const Tensor& out);
+void concat_cpu(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
+void adamw_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                      const AdamWParams& hp);
+
+}  // namespace zero::ops

@@ -1,0 +1,165 @@
+/// @file
+/// The kernel dispatch layer: one function per kernel, `ops::add(a, b, out)`.
+///
+/// Each function checks its arguments (devices agree, shapes fit, dtypes match),
+/// then calls the CPU (`add_cpu`, in kernels/cpu/) or CUDA (`add_cuda`, in
+/// kernels/cuda/) implementation. Outputs are allocated by the caller (the autograd
+/// layer), and passed as `const Tensor&`: the handle is const, the elements are not.
+/// Nothing here records gradients. Read next: autograd/tensor_op.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "zero/core/tensor.h"
+
+namespace zero::ops {
+
+/// Element-wise binary operations.
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+/// Element-wise unary operations. `kGelu` is the tanh approximation used by GPT-2.
+enum class UnaryOp { kNeg, kExp, kLog, kSqrt, kTanh, kRelu, kGelu };
+
+/// Throws, naming both devices, unless every defined tensor is on the same device.
+void check_same_device(const char* op, const std::vector<const Tensor*>& tensors);
+
+/// @name Element-wise
+/// @{
+/// `out = a op b`; `a` and `b` broadcast to `out.sizes()`; any strides.
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+/// `out = a op s`, or `s op a` when `scalar_first`.
+void binary_scalar(BinaryOp op, const Tensor& a, float s, const Tensor& out,
+                   bool scalar_first = false);
+/// `out = a + b` (broadcasting).
+inline void add(const Tensor& a, const Tensor& b, const Tensor& out) { binary(BinaryOp::kAdd, a, b, out); }
+/// `out = a - b` (broadcasting).
+inline void sub(const Tensor& a, const Tensor& b, const Tensor& out) { binary(BinaryOp::kSub, a, b, out); }
+/// `out = a * b` (broadcasting).
+inline void mul(const Tensor& a, const Tensor& b, const Tensor& out) { binary(BinaryOp::kMul, a, b, out); }
+/// `out = a / b` (broadcasting).
+inline void div(const Tensor& a, const Tensor& b, const Tensor& out) { binary(BinaryOp::kDiv, a, b, out); }
+/// `out = f(x)`, same shape.
+void unary(UnaryOp op, const Tensor& x, const Tensor& out);
+/// `grad_x = grad_y * f'(x)`; `y = f(x)` is passed so exp, sqrt and tanh reuse it.
+void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                    const Tensor& grad_x);
+/// @}
+
+/// @name Filling and copying
+/// @{
+/// Sets every element of `out` (any layout) to `value`.
+void fill(const Tensor& out, float value);
+/// `out[i] = start + i * step` over the row-major positions of a contiguous `out`.
+void arange(const Tensor& out, double start, double step);
+/// Uniform [0, 1): element i of contiguous `out` is `philox_uniform(seed, offset + i)`.
+void rand_uniform(const Tensor& out, uint64_t seed, uint64_t offset);
+/// Standard normal: element i of contiguous `out` is `philox_normal(seed, offset + i)`.
+void rand_normal(const Tensor& out, uint64_t seed, uint64_t offset);
+/// Copies `src` into `dst` element by element: same shape and dtype, any layouts,
+/// any devices (a host↔device copy synchronises).
+void copy(const Tensor& src, const Tensor& dst);
+/// @}
+
+/// @name Reductions
+/// `dim`-reductions write `out` with the input's shape except size 1 at `dim`.
+/// @{
+/// Sum over `dim`.
+void sum(const Tensor& x, int dim, const Tensor& out);
+/// Sum of all elements into one-element `out`.
+void sum_all(const Tensor& x, const Tensor& out);
+/// Mean over `dim`.
+void mean(const Tensor& x, int dim, const Tensor& out);
+/// Mean of all elements into one-element `out`.
+void mean_all(const Tensor& x, const Tensor& out);
+/// Maximum over `dim` and its (first) position as I32 `indices`.
+void max(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
+/// Maximum of all elements and its (first) row-major position.
+void max_all(const Tensor& x, const Tensor& value, const Tensor& index);
+/// @}
+
+/// @name Softmax over the last dimension (contiguous inputs)
+/// @{
+/// `y = softmax(x)` row by row.
+void softmax_forward(const Tensor& x, const Tensor& y);
+/// `grad_x = y * (grad_y - sum(grad_y * y))` row by row.
+void softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
+/// `y = x - logsumexp(x)` row by row.
+void log_softmax_forward(const Tensor& x, const Tensor& y);
+/// `grad_x = grad_y - exp(y) * sum(grad_y)` row by row.
+void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
+/// @}
+
+/// @name Matrix multiplication
+/// @{
+/// `out[..., M, N] = a[..., M, K] @ b[..., K, N]`. Leading (batch) dimensions broadcast;
+/// `a` and `b` may be transposed views (any strides); `out` is contiguous.
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+/// @}
+
+/// @name Layer normalisation over the last dimension C (contiguous inputs)
+/// @{
+/// `y = (x - mean) * rstd * weight + bias`; saves `mean` and `rstd` (one per row, F32).
+void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                        const Tensor& y, const Tensor& mean, const Tensor& rstd);
+/// Gradients of all three inputs (`grad_weight`, `grad_bias` are overwritten, not accumulated).
+void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                         const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                         const Tensor& grad_weight, const Tensor& grad_bias);
+/// @}
+
+/// @name Embedding
+/// @{
+/// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V).
+void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& out);
+/// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name.
+void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight);
+/// @}
+
+/// @name Cross-entropy fused with log-softmax
+/// @{
+/// Mean over rows whose target is not `ignore_index` of `logsumexp(logits[i]) -
+/// logits[i, target[i]]`; 0 when every row is ignored. Saves `lse` [N]. Throws for a
+/// target outside [0, V) that is not `ignore_index`.
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
+                           const Tensor& loss, const Tensor& lse);
+/// `grad_logits = grad_loss * (softmax(logits) - onehot(target)) / count`, zero for ignored rows.
+void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                            const Tensor& grad_loss, int ignore_index, const Tensor& grad_logits);
+/// @}
+
+/// @name Dropout from the Philox stream (contiguous inputs)
+/// Element i is kept when `philox_uniform(seed, offset + i) >= p`, then scaled by
+/// 1/(1-p). The backward regenerates the mask from (seed, offset) instead of storing it.
+/// @{
+/// `y = x * mask / (1 - p)`.
+void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y);
+/// `grad_x = grad_y * mask / (1 - p)`.
+void dropout_backward(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,
+                      const Tensor& grad_x);
+/// @}
+
+/// @name Masking and concatenation
+/// @{
+/// `out = mask ? value : x`; `mask` is I32 (non-zero = fill) and broadcasts to `x`.
+void masked_fill(const Tensor& x, const Tensor& mask, float value, const Tensor& out);
+/// Joins `inputs` along `dim` into `out`; all other sizes must match.
+void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
+/// @}
+
+/// @name Optimiser
+/// @{
+/// Hyper-parameters of one AdamW step.
+struct AdamWParams {
+  float lr = 1e-3f;           ///< Learning rate.
+  float beta1 = 0.9f;         ///< First-moment decay.
+  float beta2 = 0.999f;       ///< Second-moment decay.
+  float eps = 1e-8f;          ///< Added to the root of the second moment.
+  float weight_decay = 0.0f;  ///< Decoupled decay, applied as `p -= lr * wd * p`.
+  int64_t step = 1;           ///< 1-based step number, for bias correction.
+};
+/// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`.
+void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                  const AdamWParams& hp);
+/// @}
+
+}  // namespace zero::ops
