@@ -18,8 +18,6 @@ namespace {
 
 // ---------------------------------------------------------------- not written yet
 
-void sum_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("sum"); }
-void sum_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("sum_all"); }
 void mean_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("mean"); }
 void mean_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("mean_all"); }
 void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) { no_cuda_kernel("max"); }
@@ -52,6 +50,8 @@ void arange_cuda(const Tensor& out, double start, double step) { no_cuda_kernel(
 void rand_uniform_cuda(const Tensor& out, uint64_t seed, uint64_t offset) { no_cuda_kernel("rand_uniform"); }
 void rand_normal_cuda(const Tensor& out, uint64_t seed, uint64_t offset) { no_cuda_kernel("rand_normal"); }
 void copy_cuda(const Tensor& src, const Tensor& dst) { no_cuda_kernel("copy"); }
+void sum_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("sum"); }
+void sum_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("sum_all"); }
 #endif
 
 }  // namespace zero::ops
