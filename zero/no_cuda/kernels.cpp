@@ -1,27 +1,19 @@
-// Definitions for the *_cuda kernels (cuda/cuda_ops.h) that are not compiled:
-//  - in every build, the kernel families not yet written for CUDA; each moves to
-//    a .cu file under kernels/cuda/ as it lands;
-//  - in a CPU-only build, also the ones that exist as .cu files.
-// Nothing reaches them in a CPU-only build (no CUDA tensor can be made there);
-// in a CUDA build they name the op that still lacks a GPU kernel.
+// The *_cuda kernel entry points of a CPU-only build (-DZERO_CUDA=OFF or no CUDA
+// toolkit): the dispatch functions still name them, so they must exist, but
+// nothing reaches them, since no CUDA tensor can be made in such a build
+// (no_cuda/device.cpp refuses). Each throws the same clear error anyway.
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
 namespace {
 
 [[noreturn]] void no_cuda_kernel(const char* op) {
-  ZERO_CHECK(false, op, cuda_built() ? " has no CUDA kernel yet" : ": Zero was built without CUDA");
+  ZERO_CHECK(false, op, ": Zero was built without CUDA; rebuild with -DZERO_CUDA=ON");
   __builtin_unreachable();
 }
 
 }  // namespace
 
-// ---------------------------------------------------------------- not written yet
-
-void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("matmul"); }
-
-#if !defined(ZERO_HAS_CUDA)
-// ---------------------------------------------------------------- CPU-only build
 void binary_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("binary"); }
 void binary_scalar_cuda(BinaryOp op, const Tensor& a, float s, const Tensor& out, bool scalar_first) { no_cuda_kernel("binary_scalar"); }
 void unary_cuda(UnaryOp op, const Tensor& x, const Tensor& out) { no_cuda_kernel("unary"); }
@@ -52,6 +44,6 @@ void dropout_backward_cuda(const Tensor& grad_y, float p, uint64_t seed, uint64_
 void masked_fill_cuda(const Tensor& x, const Tensor& mask, float value, const Tensor& out) { no_cuda_kernel("masked_fill"); }
 void concat_cuda(const std::vector<Tensor>& inputs, int dim, const Tensor& out) { no_cuda_kernel("concat"); }
 void adamw_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWParams& hp) { no_cuda_kernel("adamw_update"); }
-#endif
+void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("matmul"); }
 
 }  // namespace zero::ops
