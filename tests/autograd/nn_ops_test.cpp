@@ -135,6 +135,17 @@ TEST_P(NnOpsTest, LayerNormRejectsWeightOfWrongShape) {
   expect_error_mentions([&] { layer_norm(x, b, w); }, {"bias", "[4]", "[2, 5]"});
 }
 
+TEST_P(NnOpsTest, LayerNormRejectsIntegerWeightAndMixedDevices) {
+  Tensor x = Tensor::Zeros({2, 5}, opt());
+  Tensor b = Tensor::Zeros({5}, opt());
+  Tensor int_w = Tensor::Zeros({5}, opt().WithDtype(DataType::I32));
+  expect_error_mentions([&] { layer_norm(x, int_w, b); }, {"weight", "f32", "i32"});
+  if (device().is_cuda()) {
+    Tensor host_w = Tensor::Ones({5});
+    expect_error_mentions([&] { layer_norm(x, host_w, b); }, {"cpu", "cuda"});
+  }
+}
+
 // ---------------------------------------------------------------- embedding
 
 TEST_P(NnOpsTest, EmbeddingGathersRows) {
