@@ -22,7 +22,8 @@ void apply_mask(const Tensor& in, float p, uint64_t seed, uint64_t offset, const
 
 }  // namespace
 
-void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y) {
+void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset,
+                         const Tensor& y) {
   apply_mask(x, p, seed, offset, y);
 }
 
