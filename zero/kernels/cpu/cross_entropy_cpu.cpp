@@ -7,6 +7,7 @@
 // Rows whose target is ignore_index contribute nothing and count for nothing.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cpu/parallel.h"
@@ -55,7 +56,8 @@ void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int 
       if (pt[i] != ignore_index) total += row_lse - row[pt[i]];
     }
   } else {
-    std::fill(plse, plse + n, -INFINITY);  // logsumexp of nothing (every row is ignored here)
+    // logsumexp of an empty row (every row must be ignored here, or check_targets threw).
+    std::fill(plse, plse + n, -std::numeric_limits<float>::infinity());
   }
   // Every row ignored: define the loss as 0 (not 0/0), so a batch of padding is harmless.
   *loss.data_ptr<float>() = count > 0 ? static_cast<float>(total / count) : 0.0f;
