@@ -106,6 +106,12 @@ TEST_P(LossOpsTest, GradientsAgainstFiniteDifferences) {
 
 TEST_P(LossOpsTest, TargetOutOfRangeNamesTargetRowAndVocabulary) {
   Tensor logits = Tensor::Zeros({3, 5}).To(device());
+  if (device().is_cuda()) {
+    // Note [Bad indices on the GPU]: a kernel cannot throw without a host sync, so the
+    // CUDA loss turns NaN instead; the CPU run names the culprit.
+    EXPECT_TRUE(std::isnan(cross_entropy(logits, targets_of({0, 7, 1}, device())).Item()));
+    return;
+  }
   expect_error_mentions([&] { cross_entropy(logits, targets_of({0, 7, 1}, device())); },
                         {"target 7", "row 1", "V = 5"});
   expect_error_mentions([&] { cross_entropy(logits, targets_of({0, 1, -1}, device())); },
