@@ -75,6 +75,11 @@ void mean_all(const Tensor& x, const Tensor& out);
 void max(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
 /// Maximum of all elements and its (first) row-major position.
 void max_all(const Tensor& x, const Tensor& value, const Tensor& index);
+/// Backward of `max` over `dim`: `grad_x` (overwritten) is zero except at each slice's
+/// `indices` position, which gets that slice's `grad_values`. `grad_values` and `indices`
+/// have `grad_x`'s shape with size 1 at `dim`. (`max_all` uses it on the flattened input.)
+void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
+                  const Tensor& grad_x);
 /// @}
 
 /// @name Softmax over the last dimension (contiguous inputs)

@@ -24,6 +24,8 @@ void mean_cuda(const Tensor& x, int dim, const Tensor& out);
 void mean_all_cuda(const Tensor& x, const Tensor& out);
 void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
 void max_all_cuda(const Tensor& x, const Tensor& value, const Tensor& index);
+void max_backward_cuda(const Tensor& grad_values, const Tensor& indices, int dim,
+                       const Tensor& grad_x);
 void softmax_forward_cuda(const Tensor& x, const Tensor& y);
 void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
 void log_softmax_forward_cuda(const Tensor& x, const Tensor& y);
