@@ -82,7 +82,7 @@ TEST(GemmCpuTest, AppliesAlphaAndBeta) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       expect_matches_naive({9, 21, 40}, ta, tb, 0.5f, -2.0f);
-      expect_matches_naive({150, 40, 270}, ta, tb, -1.5f, 1.0f);  // beta applied once, not per K slice
+      expect_matches_naive({150, 40, 270}, ta, tb, -1.5f, 0.5f);  // beta applied once, not per K slice
     }
   }
 }
