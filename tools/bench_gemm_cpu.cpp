@@ -32,14 +32,30 @@ using zero::ops::gemm_naive;
 constexpr double kNaiveBudgetSeconds = 5.0;  // skip the naive loop above this estimate
 constexpr int kRuns = 5;
 
-// Median wall time of `runs` calls of f, after one warm-up call.
-double median_seconds(const std::function<void()>& f, int runs) {
-  f();
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Median wall time of at least `runs` calls of f (more for fast calls, so a
+// measurement spans about 0.2 s), after warming up for 0.1 s: the first calls pay
+// for page faults, cold caches and the core's switch to wide-vector clocks. Slow
+// calls (the naive loop) skip the warm-up, which they do not need.
+double median_seconds(const std::function<void()>& f, int runs, bool warm_up = true) {
+  if (warm_up) {
+    const auto warm_start = std::chrono::steady_clock::now();
+    int warm_calls = 0;
+    do {
+      f();
+      ++warm_calls;
+    } while (seconds_since(warm_start) < 0.1);
+    const double per_call = seconds_since(warm_start) / warm_calls;
+    runs = std::max(runs, std::min(100, static_cast<int>(0.2 / per_call)));
+  }
   std::vector<double> times;
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
     f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(seconds_since(start));
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -78,10 +94,15 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
   }
   const int all_threads = omp_get_max_threads();
-  std::printf("CPU SGEMM, C = A @ B, square float32 matrices, median of %d runs, GFLOP/s\n", kRuns);
+  std::printf("CPU SGEMM, C = A @ B, square float32 matrices, GFLOP/s (median of >= %d runs)\n",
+              kRuns);
 #if defined(ZERO_HAVE_OPENBLAS)
   openblas_set_num_threads(1);
-  std::printf("OpenBLAS %s, single-threaded\n", OPENBLAS_VERSION);
+  // OpenBLAS picks its kernel for the CPU at start-up; an older release may not know
+  // a new CPU and fall back to a slow generic one (0.3.21 picks "Prescott", SSE3
+  // only, on Sapphire Rapids). OPENBLAS_CORETYPE=SkylakeX (or Haswell) overrides it.
+  std::printf("Reference:%skernel %s, single-threaded (override with OPENBLAS_CORETYPE)\n",
+              OPENBLAS_VERSION, openblas_get_corename());
 #else
   std::printf("OpenBLAS was not found when configuring; its columns are empty\n");
 #endif
@@ -119,7 +140,7 @@ int main(int argc, char** argv) {
       std::snprintf(naive_text, sizeof naive_text, "skipped");
     } else {
       auto run_naive = [&] { gemm_naive(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
-      naive_seconds = median_seconds(run_naive, estimate > 1.0 ? 1 : 3);
+      naive_seconds = median_seconds(run_naive, estimate > 1.0 ? 1 : 3, estimate < 0.5);
       naive_n = n;
       std::snprintf(naive_text, sizeof naive_text, "%.2f", gflops(n, naive_seconds));
     }
@@ -136,7 +157,7 @@ int main(int argc, char** argv) {
 #endif
     std::fflush(stdout);
   }
-  std::printf("\n'zero all' uses %d OpenMP threads (set OMP_NUM_THREADS to change it).\n",
+  std::printf("\n'zero all' uses %d OpenMP thread(s) (set OMP_NUM_THREADS to change it).\n",
               all_threads);
   if (naive_n != sizes.back() && ok) {
     std::printf("'skipped': the naive loop would take over %.0f s per run at that size.\n",

@@ -161,9 +161,10 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   const bool parallel = tiles > 1 && M * N * K > kParallelMacs && !omp_in_parallel();
 #pragma omp parallel if (parallel)
   {
-    // Sized for a full tile (not the matrix), once per thread.
-    AlignedFloats packed_a(kMC * kKC);
-    AlignedFloats packed_b(kKC * kNC);
+    // Sized for a full tile, whatever the matrix, and kept for the thread's lifetime
+    // (OpenMP reuses its threads), so no call pays to allocate and fault in pages.
+    thread_local AlignedFloats packed_a(kMC * kKC);
+    thread_local AlignedFloats packed_b(kKC * kNC);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t i0 = (t / n_tiles) * kMC;
