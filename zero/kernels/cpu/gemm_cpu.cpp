@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <memory>
 #include <new>
 
 namespace zero::ops {
@@ -19,30 +18,38 @@ namespace {
 
 // Note [GEMM blocking]
 // C (M x N) += A (M x K) @ B (K x N) does 2MNK flops on only MK + KN + MN numbers,
-// so it can run at the FMA units' speed, not memory speed, if every number loaded
-// is reused many times while it sits in a fast level of the memory hierarchy:
+// so it can run at the speed of the FMA units rather than of memory, provided each
+// number loaded is reused many times while it sits in a fast level of the memory
+// hierarchy. The loops, outermost first, and what each keeps where:
 //
-//   registers  a kMR x kNR tile of C (6 x 32 floats = 12 AVX-512 registers) is
-//              accumulated over the whole K slice. Each step k loads kNR floats of
-//              B (2 vectors) and broadcasts kMR floats of A, then issues kMR * kNR
-//              / 16 = 12 FMAs: 8 loads per 12 FMAs, which the core sustains.
-//   L1 (48K)   the packed B micro-panel (kKC x kNR = 256 x 32 floats = 32 KiB) is
-//              reused by every kMR-row strip of the A block, so it stays in L1
-//              while the A micro-panels (6 x 256 floats = 6 KiB) stream past.
-//   L2 (2M)    the packed A block (kMC x kKC = 144 x 256 floats = 144 KiB) is
-//              reused for every kNR-column micro-panel of the B slice.
-//   L3 / RAM   the packed B slice (kKC x kNC = 256 x 512 floats = 512 KiB) is read
-//              once per A block.
+//   for each kNC-column block of B and C       (j0)
+//     for each kKC-deep slice of K              (k0)
+//       pack op(B)[k0 slice, j0 block] -> kKC x kNC = 256 x 512 floats = 512 KiB  (L2/L3)
+//       pack op(A)[all rows, k0 slice] -> strips of kMR rows, M x kKC floats
+//       for each kMC-row block of A             (parallel, with the next loop)
+//         for each kNR-column strip of B: kKC x kNR = 256 x 32 floats = 32 KiB    (L1)
+//           for each kMR-row strip of the block (kMR x kKC = 6 KiB, from L2)
+//             micro-kernel: a kMR x kNR tile of C in registers
+//
+//   registers  the 6 x 32 tile of C is 12 AVX-512 registers, accumulated over the
+//              whole K slice. Each step k loads 2 vectors of B and broadcasts 6
+//              floats of A for 12 FMAs, a ratio of loads to FMAs the core sustains.
+//   L1 (48K)   the B strip (32 KiB) is reused by every kMR-row strip of the A block.
+//   L2 (2M)    the A block (kMC x kKC = 144 x 256 floats = 144 KiB) is reused by
+//              every B strip of the slice.
+//   L3 / RAM   the packed B slice is read once per A block; each B element is
+//              packed once in all, each A element once per kNC columns of C.
 //
 // Packing copies each block into exactly the order the micro-kernel reads it (A in
 // strips of kMR rows, B in strips of kNR columns, both k-major), so the kernel walks
-// memory linearly whatever the strides or transposition of the original matrices,
-// and edge strips are zero-padded so the kernel never needs a remainder case: it
-// always computes a full tile and only the valid part is written back.
+// memory linearly whatever the strides or transposition of the original matrices.
+// The last strip of each is padded with zeros: the kernel always computes a full
+// tile and writes back only the valid part, and zeros keep the unused lanes free of
+// stray NaNs or denormals that could slow it down.
 //
-// Parallelism: C is cut into kMC x kNC tiles, which are independent; each OpenMP
-// thread takes whole tiles and packs into its own buffers. Packing B again for each
-// tile row costs K*N copies per kMC rows, against 2*kMC*K*N flops: under 1%.
+// Threads share the packed slices: they pack them together (one strip each), wait,
+// then split the (A block, B strip) pairs between them; those write disjoint tiles
+// of C, so no two threads ever touch the same element.
 #if defined(__AVX512F__)
 constexpr int kNR = 32;  // two 16-float registers per row of the tile
 #else
@@ -55,34 +62,41 @@ constexpr int64_t kNC = 16 * kNR;
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
 
-// A float buffer aligned to a cache line, so packed strips start on one.
-struct AlignedFloats {
-  explicit AlignedFloats(int64_t count) {
-    const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + 63) / 64 * 64;
-    data = static_cast<float*>(std::aligned_alloc(64, bytes));
-    if (data == nullptr) throw std::bad_alloc();
+// A cache-line-aligned float buffer that only grows, so that after the first calls
+// gemm_cpu allocates nothing (one per calling thread: see gemm_cpu).
+class PackBuffer {
+ public:
+  PackBuffer() = default;
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+  ~PackBuffer() { std::free(data_); }
+
+  float* Get(int64_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + 63) / 64 * 64;
+      data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+      if (data_ == nullptr) throw std::bad_alloc();
+      capacity_ = count;
+    }
+    return data_;
   }
-  ~AlignedFloats() { std::free(data); }
-  AlignedFloats(const AlignedFloats&) = delete;
-  AlignedFloats& operator=(const AlignedFloats&) = delete;
-  float* data;
+
+ private:
+  float* data_ = nullptr;
+  int64_t capacity_ = 0;
 };
 
-// Packs a rows x depth block, element (r, k) at src[r * row_stride + k * depth_stride],
-// into strips of R rows: dst[(r / R) * R * depth + k * R + r % R]. Rows past the
-// end of the last strip are zero. The same routine packs A (rows = M) and B
-// (rows = N, reading B transposed): only the strides differ.
+// Packs one strip of `valid` <= R rows and `depth` columns, element (r, k) at
+// src[r * row_stride + k * depth_stride], k-major: dst[k * R + r]; rows from `valid`
+// to R are zero. A strip of A is kMR rows of op(A); a strip of B is kNR columns of
+// op(B), packed as rows of op(B) transposed: only the strides differ.
 template <int R>
-void pack_strips(const float* src, int64_t row_stride, int64_t depth_stride, int64_t rows,
-                 int64_t depth, float* dst) {
-  for (int64_t r0 = 0; r0 < rows; r0 += R) {
-    const int64_t valid = std::min<int64_t>(R, rows - r0);
-    const float* s = src + r0 * row_stride;
-    float* d = dst + r0 * depth;
-    for (int64_t k = 0; k < depth; ++k) {
-      for (int64_t r = 0; r < valid; ++r) d[k * R + r] = s[r * row_stride + k * depth_stride];
-      for (int64_t r = valid; r < R; ++r) d[k * R + r] = 0.0f;
-    }
+void pack_strip(const float* src, int64_t row_stride, int64_t depth_stride, int64_t valid,
+                int64_t depth, float* __restrict dst) {
+  for (int64_t k = 0; k < depth; ++k) {
+    for (int64_t r = 0; r < valid; ++r) dst[k * R + r] = src[r * row_stride + k * depth_stride];
+    for (int64_t r = valid; r < R; ++r) dst[k * R + r] = 0.0f;
   }
 }
 
@@ -117,28 +131,6 @@ struct Strides {
 };
 Strides op_strides(bool trans, int64_t ld) { return trans ? Strides{1, ld} : Strides{ld, 1}; }
 
-// One kMC x kNC tile of C: for each kKC slice of K, pack the A block and the B
-// slice, then run the micro-kernel over every (strip of A, strip of B) pair. Only
-// the first slice applies beta; later ones accumulate onto it.
-void gemm_tile(int64_t i0, int64_t j0, int64_t mc, int64_t nc, int64_t K, float alpha,
-               const float* A, Strides sa, const float* B, Strides sb, float beta, float* C,
-               int64_t ldc, float* packed_a, float* packed_b) {
-  for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-    const int64_t kc = std::min(kKC, K - k0);
-    pack_strips<kMR>(A + i0 * sa.rows + k0 * sa.cols, sa.rows, sa.cols, mc, kc, packed_a);
-    // B is packed as B^T (N x K) so its strips are kNR columns of B.
-    pack_strips<kNR>(B + k0 * sb.rows + j0 * sb.cols, sb.cols, sb.rows, nc, kc, packed_b);
-    const float beta_k = k0 == 0 ? beta : 1.0f;
-    for (int64_t j = 0; j < nc; j += kNR) {  // B strip stays in L1 across this loop's body
-      for (int64_t i = 0; i < mc; i += kMR) {
-        micro_kernel(kc, packed_a + i * kc, packed_b + j * kc, alpha, beta_k,
-                     C + (i0 + i) * ldc + j0 + j, ldc, std::min<int64_t>(kMR, mc - i),
-                     std::min<int64_t>(kNR, nc - j));
-      }
-    }
-  }
-}
-
 // C = beta * C, without reading C when beta is 0 (the K == 0 or alpha == 0 case).
 void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i) {
@@ -155,22 +147,44 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
   const Strides sa = op_strides(trans_a, lda);
   const Strides sb = op_strides(trans_b, ldb);
-  const int64_t m_tiles = (M + kMC - 1) / kMC;
-  const int64_t n_tiles = (N + kNC - 1) / kNC;
-  const int64_t tiles = m_tiles * n_tiles;
-  const bool parallel = tiles > 1 && M * N * K > kParallelMacs && !omp_in_parallel();
+  // The calling thread's buffers, shared with its team. A caller that is itself one
+  // of many OpenMP threads (matmul_cpu over a batch) has its own pair.
+  thread_local PackBuffer a_buffer, b_buffer;
+  float* const packed_a = a_buffer.Get((M + kMR - 1) / kMR * kMR * kKC);
+  float* const packed_b = b_buffer.Get(kKC * kNC);
+  const int64_t m_blocks = (M + kMC - 1) / kMC;
+  const bool parallel = M * N * K > kParallelMacs && !omp_in_parallel();
 #pragma omp parallel if (parallel)
-  {
-    // Sized for a full tile, whatever the matrix, and kept for the thread's lifetime
-    // (OpenMP reuses its threads), so no call pays to allocate and fault in pages.
-    thread_local AlignedFloats packed_a(kMC * kKC);
-    thread_local AlignedFloats packed_b(kKC * kNC);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t i0 = (t / n_tiles) * kMC;
-      const int64_t j0 = (t % n_tiles) * kNC;
-      gemm_tile(i0, j0, std::min(kMC, M - i0), std::min(kNC, N - j0), K, alpha, A, sa, B, sb,
-                beta, C, ldc, packed_a.data, packed_b.data);
+  for (int64_t j0 = 0; j0 < N; j0 += kNC) {  // every thread runs these two loops
+    const int64_t nc = std::min(kNC, N - j0);
+    const int64_t n_strips = (nc + kNR - 1) / kNR;
+    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+      const int64_t kc = std::min(kKC, K - k0);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < M; i += kMR) {
+        pack_strip<kMR>(A + i * sa.rows + k0 * sa.cols, sa.rows, sa.cols,
+                        std::min<int64_t>(kMR, M - i), kc, packed_a + i * kc);
+      }
+#pragma omp for schedule(static)
+      for (int64_t j = 0; j < nc; j += kNR) {
+        pack_strip<kNR>(B + k0 * sb.rows + (j0 + j) * sb.cols, sb.cols, sb.rows,
+                        std::min<int64_t>(kNR, nc - j), kc, packed_b + j * kc);
+      }
+      // (The implicit barriers above: both slices are packed before anyone reads them.)
+      const float beta_k = k0 == 0 ? beta : 1.0f;  // later slices accumulate onto C
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t block = 0; block < m_blocks; ++block) {
+        for (int64_t strip = 0; strip < n_strips; ++strip) {
+          const int64_t j = strip * kNR;
+          const int64_t i_end = std::min(M, (block + 1) * kMC);
+          for (int64_t i = block * kMC; i < i_end; i += kMR) {
+            micro_kernel(kc, packed_a + i * kc, packed_b + j * kc, alpha, beta_k,
+                         C + i * ldc + j0 + j, ldc, std::min<int64_t>(kMR, M - i),
+                         std::min<int64_t>(kNR, nc - j));
+          }
+        }
+      }
+      // (And the one above: no thread repacks while another still reads.)
     }
   }
 }
