@@ -39,7 +39,8 @@ void expect_matches_naive(Case s, bool trans_a, bool trans_b, float alpha, float
   const std::vector<float> b = random_floats(b_rows * ldb, 2);
   std::vector<float> c = random_floats(s.M * ldc, 3);
   std::vector<float> expected = c;
-  gemm_cpu(trans_a, trans_b, s.M, s.N, s.K, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  gemm_cpu(trans_a, trans_b, s.M, s.N, s.K, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
+           ldc);
   gemm_naive(trans_a, trans_b, s.M, s.N, s.K, alpha, a.data(), lda, b.data(), ldb, beta,
              expected.data(), ldc);
   const float tol = 1e-5f * (s.K + 1);
@@ -82,7 +83,8 @@ TEST(GemmCpuTest, AppliesAlphaAndBeta) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       expect_matches_naive({9, 21, 40}, ta, tb, 0.5f, -2.0f);
-      expect_matches_naive({150, 40, 270}, ta, tb, -1.5f, 0.5f);  // beta applied once, not per K slice
+      // Two K slices: beta must scale C once, not once per slice.
+      expect_matches_naive({150, 40, 270}, ta, tb, -1.5f, 0.5f);
     }
   }
 }

@@ -42,8 +42,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   ZERO_CHECK(out.sizes() == expected, "matmul: expected an output of shape ",
              shape_to_string(expected), " for ", shape_to_string(a.sizes()), " @ ",
              shape_to_string(b.sizes()), ", got ", shape_to_string(out.sizes()));
-  ZERO_CHECK(out.is_contiguous() || out.numel() == 0, "matmul: expected a contiguous output, got strides ",
-             shape_to_string(out.strides()));
+  ZERO_CHECK(out.is_contiguous() || out.numel() == 0,
+             "matmul: expected a contiguous output, got strides ", shape_to_string(out.strides()));
   if (out.device().is_cpu()) {
     matmul_cpu(a, b, out);
   } else {

@@ -46,6 +46,8 @@ std::vector<Tensor> OpMatMul::Backward_(const std::vector<Tensor>& grad) {
 
 }  // namespace autograd
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return autograd::RunOp<autograd::OpMatMul>({a, b}); }
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  return autograd::RunOp<autograd::OpMatMul>({a, b});
+}
 
 }  // namespace zero

@@ -150,7 +150,8 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   // The calling thread's buffers, shared with its team. A caller that is itself one
   // of many OpenMP threads (matmul_cpu over a batch) has its own pair.
   thread_local PackBuffer a_buffer, b_buffer;
-  float* const packed_a = a_buffer.Get((M + kMR - 1) / kMR * kMR * kKC);
+  const int64_t a_strips = (M + kMR - 1) / kMR;
+  float* const packed_a = a_buffer.Get(a_strips * kMR * kKC);
   float* const packed_b = b_buffer.Get(kKC * kNC);
   const int64_t m_blocks = (M + kMC - 1) / kMC;
   const bool parallel = M * N * K > kParallelMacs && !omp_in_parallel();
@@ -160,17 +161,20 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     const int64_t n_strips = (nc + kNR - 1) / kNR;
     for (int64_t k0 = 0; k0 < K; k0 += kKC) {
       const int64_t kc = std::min(kKC, K - k0);
+      // One loop over the strips of both slices, so one barrier (at its end) ensures
+      // everything is packed before anyone reads it.
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < M; i += kMR) {
-        pack_strip<kMR>(A + i * sa.rows + k0 * sa.cols, sa.rows, sa.cols,
-                        std::min<int64_t>(kMR, M - i), kc, packed_a + i * kc);
+      for (int64_t s = 0; s < a_strips + n_strips; ++s) {
+        if (s < a_strips) {
+          const int64_t i = s * kMR;
+          pack_strip<kMR>(A + i * sa.rows + k0 * sa.cols, sa.rows, sa.cols,
+                          std::min<int64_t>(kMR, M - i), kc, packed_a + i * kc);
+        } else {
+          const int64_t j = (s - a_strips) * kNR;
+          pack_strip<kNR>(B + k0 * sb.rows + (j0 + j) * sb.cols, sb.cols, sb.rows,
+                          std::min<int64_t>(kNR, nc - j), kc, packed_b + j * kc);
+        }
       }
-#pragma omp for schedule(static)
-      for (int64_t j = 0; j < nc; j += kNR) {
-        pack_strip<kNR>(B + k0 * sb.rows + (j0 + j) * sb.cols, sb.cols, sb.rows,
-                        std::min<int64_t>(kNR, nc - j), kc, packed_b + j * kc);
-      }
-      // (The implicit barriers above: both slices are packed before anyone reads them.)
       const float beta_k = k0 == 0 ? beta : 1.0f;  // later slices accumulate onto C
 #pragma omp for collapse(2) schedule(static)
       for (int64_t block = 0; block < m_blocks; ++block) {
@@ -184,7 +188,7 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
           }
         }
       }
-      // (And the one above: no thread repacks while another still reads.)
+      // The barrier ending that loop keeps any thread from repacking while others read.
     }
   }
 }
