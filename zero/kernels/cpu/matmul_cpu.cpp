@@ -41,7 +41,9 @@ GemmOperand gemm_operand(const Tensor& t, const Shape& out_batch) {
   } else if (t.stride(-2) == 1 || rows == 1) {
     op.trans = true;
     op.ld = t.stride(-1);
-  } else {  // e.g. a slice with a step: no BLAS layout fits, so copy
+  } else {
+    // E.g. a slice with a step: no BLAS layout fits, so copy. (With the copy kernel:
+    // Tensor::Contiguous belongs to the autograd layer above this one.)
     op.storage = Tensor::Empty(t.sizes(), t.options());
     copy_cpu(t, op.storage);
     op.trans = false;
