@@ -2,8 +2,10 @@
 // the naive loop on shapes that hit every edge of the blocking (sizes that are not
 // multiples of the register tile, several K slices, several tiles of C), all four
 // transpose combinations, alpha/beta, leading dimensions wider than the matrices,
-// and K = 0. gemm_naive itself is first checked against hand-computed values.
+// K = 0, and concurrent calls. gemm_naive itself is first checked against
+// hand-computed values.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -111,6 +113,34 @@ TEST(GemmCpuTest, BetaZeroNeverReadsC) {
   gemm_cpu(false, false, 20, 40, 30, 1.0f, a.data(), 30, b.data(), 40, 0.0f, c.data(), 40);
   gemm_naive(false, false, 20, 40, 30, 1.0f, a.data(), 30, b.data(), 40, 0.0f, expected.data(), 40);
   for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], expected[i], 1e-4f) << "element " << i;
+}
+
+TEST(GemmCpuTest, CallsFromManyThreadsDoNotShareBuffers) {
+  // matmul_cpu calls gemm_cpu from every thread of a batch loop at once; each call
+  // must pack into its own buffers. Four products, each on its own thread.
+  constexpr int kCalls = 4;
+  const int64_t M = 150, N = 200, K = 1000;  // several K slices: the buffers are reused
+  std::vector<std::vector<float>> a(kCalls), b(kCalls), c(kCalls), expected(kCalls);
+  for (int t = 0; t < kCalls; ++t) {
+    a[t] = random_floats(M * K, 10 + t);
+    b[t] = random_floats(K * N, 20 + t);
+    c[t].assign(M * N, 0.0f);
+    expected[t].assign(M * N, 0.0f);
+    gemm_naive(false, false, M, N, K, 1.0f, a[t].data(), K, b[t].data(), N, 0.0f,
+               expected[t].data(), N);
+  }
+#pragma omp parallel num_threads(kCalls)
+  {
+#pragma omp barrier  // start together, so the calls overlap
+    for (int t = omp_get_thread_num(); t < kCalls; t += omp_get_num_threads()) {
+      gemm_cpu(false, false, M, N, K, 1.0f, a[t].data(), K, b[t].data(), N, 0.0f, c[t].data(), N);
+    }
+  }
+  for (int t = 0; t < kCalls; ++t) {
+    for (int64_t i = 0; i < M * N; ++i) {
+      ASSERT_NEAR(c[t][i], expected[t][i], 1e-3f) << "call " << t << ", element " << i;
+    }
+  }
 }
 
 }  // namespace
