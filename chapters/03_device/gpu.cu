@@ -149,13 +149,14 @@ int run_copy_benchmark(bool quick) {
   if (ok) {
     print_table(series, d2d_bytes_per_s);
     std::printf("\nFitted copy model t(n) = latency + n / bandwidth (exercise 03):\n");
-    std::printf("%-14s %12s %12s %12s %16s %18s\n", "series", "latency us", "GB/s",
-                "% of D2D", "half-bw size KB", "predicted 64 KB us");
+    std::printf("%-14s %11s %9s %9s %16s %12s %12s\n", "series", "latency us", "GB/s",
+                "% of D2D", "half-bw size KB", "64 KB us", "worst error");
     for (const Series& s : series) {
       const CopyModel m = fit_copy_model(s.samples);
-      std::printf("%-14s %12.2f %12.2f %11.1f%% %16.1f %18.1f\n", s.name, m.latency_s * 1e6,
-                  m.bytes_per_s / 1e9, 100.0 * m.bytes_per_s / d2d_bytes_per_s,
-                  m.HalfBandwidthBytes() / 1024, m.Seconds(65536) * 1e6);
+      std::printf("%-14s %11.2f %9.2f %8.1f%% %16.1f %12.1f %11.0f%%\n", s.name,
+                  m.latency_s * 1e6, m.bytes_per_s / 1e9, 100.0 * m.bytes_per_s / d2d_bytes_per_s,
+                  m.HalfBandwidthBytes() / 1024, m.Seconds(65536) * 1e6,
+                  100.0 * worst_relative_error(m, s.samples));
     }
     // Check the model against a size it did not see, in the middle of the range.
     const double probe = static_cast<double>(sizes[sizes.size() / 2]) * 2;

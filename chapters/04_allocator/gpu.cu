@@ -132,7 +132,7 @@ bool show_free_synchronises() {
     long long spun = 0;
     ZERO_CUDA_CHECK(cudaMemcpy(&spun, elapsed, sizeof(spun), cudaMemcpyDeviceToHost));
     ok &= spun >= cycles;
-    std::printf("%-44s %10.1f us  (kernel ran %.1f ms)\n",
+    std::printf("%-44s %10.1f us  (kernel spun %.1f ms at the rated clock)\n",
                 cached ? "DeleteMem while a 20 ms kernel runs:" : "cudaFree while a 20 ms kernel runs:",
                 (t1 - t0) * 1e6, spun / (khz * 1.0));
   }

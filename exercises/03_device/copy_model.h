@@ -55,4 +55,13 @@ inline CopyModel fit_copy_model(const std::vector<CopySample>& samples) {
   ZERO_NOT_IMPLEMENTED("ex03.3");
 }
 
+// How well a model describes measurements: the largest |predicted / measured - 1|.
+inline double worst_relative_error(const CopyModel& model, const std::vector<CopySample>& samples) {
+  double worst = 0;
+  for (const CopySample& s : samples) {
+    worst = std::max(worst, std::abs(model.Seconds(s.bytes) / s.seconds - 1.0));
+  }
+  return worst;
+}
+
 }  // namespace ch03
