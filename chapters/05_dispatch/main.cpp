@@ -97,7 +97,8 @@ int show_dims_arg() {
   const Tensor t = x.Transpose(0, 1);  // (6, 4), strides (1, 6)
   const DimsArg targ = DimsArg::Of(t.meta());
   std::printf("worked example: x^T has sizes [6, 4], strides [1, 6]; linear index 9 is\n"
-              "(9 / 4, 9 %% 4) = (2, 1), so its offset is 2*1 + 1*6 = 8; operand_offset says %lld\n",
+              "(9 / 4, 9 %% 4) = (2, 1), so its offset is 2*1 + 1*6 = 8; "
+              "operand_offset says %lld\n",
               static_cast<long long>(operand_offset(9, targ)));
   int bad = operand_offset(9, targ) == 8 ? 0 : 1;
 

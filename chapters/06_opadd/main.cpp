@@ -86,7 +86,8 @@ int trace_forward(Device device) {
               live_after - live_before);
   const DimsArg db = DimsArg::Broadcast(b.meta(), c.sizes());
   std::printf("[ops::add]    zero/kernels/elementwise.cpp: same device, f32, shapes broadcast\n"
-              "              to [4, 3] -> binary_%s(kAdd, a, b, c)\n", device.is_cpu() ? "cpu" : "cuda");
+              "              to [4, 3] -> binary_%s(kAdd, a, b, c)\n",
+              device.is_cpu() ? "cpu" : "cuda");
   std::printf("[kernel]      b is read through DimsArg sizes [%lld, %lld] strides [%lld, %lld]:\n"
               "              the strided path (stride 0 = broadcast; see chapter 05)\n",
               static_cast<long long>(db.sizes[0]), static_cast<long long>(db.sizes[1]),
@@ -136,7 +137,8 @@ int trace_backward(Device device) {
   std::printf("a.Grad() = %s\nb.Grad() = %s\n", a.Grad().ToString().c_str(),
               b.Grad().ToString().c_str());
   int bad = 0;
-  bad += expect(a.Grad().sizes() == a.sizes() && all_equal(a.Grad(), 1.0f), "a.Grad() = ones [4, 3]");
+  bad += expect(a.Grad().sizes() == a.sizes() && all_equal(a.Grad(), 1.0f),
+                "a.Grad() = ones [4, 3]");
   bad += expect(b.Grad().sizes() == b.sizes() && all_equal(b.Grad(), 4.0f), "b.Grad() = 4 4 4");
   c.Backward(g);  // the first call kept the graph; leaves accumulate
   bad += expect(all_equal(b.Grad(), 8.0f), "second Backward accumulates: b.Grad() = 8 8 8");
