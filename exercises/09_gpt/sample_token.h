@@ -1,0 +1,37 @@
+// Exercise 09.1: draw the next token from a row of logits, with temperature and top-k.
+//
+// The model gives one logit per vocabulary entry. Dividing them by a temperature T
+// before the softmax sharpens (T < 1) or flattens (T > 1) the distribution; keeping only
+// the k largest logits removes the long tail of unlikely tokens, any one of which is
+// rare but which together are drawn surprisingly often. The draw itself inverts the
+// cumulative distribution at a uniform number u: walk the ids in order, adding up
+// probabilities, and return the first id where the running sum passes u. train_gpt and
+// sample_gpt sample with this function, so the text you see is drawn by your code.
+// zero/train/sampling.cpp holds the library's version (the test compares the two).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "zero/core/error.h"
+
+namespace zero::ex09 {
+
+/// The id drawn from softmax(logits / temperature) over the `top_k` largest logits
+/// (all of them when top_k <= 0 or top_k >= vocab; logits equal to the k-th largest
+/// are kept too), at the uniform number u in [0, 1): the first id, in id order, whose
+/// cumulative probability exceeds u. temperature == 0 or top_k == 1 returns the first
+/// arg-max. Logits are finite or -inf (never drawn).
+inline int32_t sample_token(const float* logits, int64_t vocab, float temperature,
+                            int64_t top_k, float u) {
+  ZERO_CHECK(vocab > 0 && temperature >= 0 && u >= 0 && u < 1,
+             "sample_token: expected vocab > 0, temperature >= 0 and u in [0, 1), got vocab = ",
+             vocab, ", temperature = ", temperature, ", u = ", u);
+  // TODO(ex09.1): greedy for T = 0 or k = 1; else threshold at the k-th largest, weights exp((l - max) / T), inverse CDF at u
+  ZERO_NOT_IMPLEMENTED("ex09.1");
+}
+
+}  // namespace zero::ex09

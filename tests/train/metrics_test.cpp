@@ -1,0 +1,89 @@
+// Tests of the JSONL metrics log (zero/train/metrics.h).
+#include "zero/train/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "zero/core/error.h"
+
+namespace zero::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+StepMetrics record(int64_t step, float loss) {
+  StepMetrics m;
+  m.step = step;
+  m.loss = loss;
+  m.lr = 1e-3f;
+  m.ms = 12.5;
+  m.tokens_per_s = 81920;
+  m.mem_gib = 0.25;
+  return m;
+}
+
+TEST(MetricsTest, LineRoundTrip) {
+  StepMetrics m = record(100, 2.125f);
+  m.val_loss = 2.25f;
+  m.mfu = 0.123;
+  const std::string line = to_json_line(m);
+  EXPECT_EQ(line, "{\"step\":100,\"loss\":2.125,\"val_loss\":2.25,\"lr\":0.0010000000474974513,"
+                  "\"ms\":12.5,\"tokens_per_s\":81920.0,\"mfu\":0.123,\"mem_gib\":0.25}");
+  const StepMetrics back = from_json_line(line);
+  EXPECT_EQ(back.step, 100);
+  EXPECT_EQ(back.loss, 2.125f);
+  ASSERT_TRUE(back.val_loss.has_value());
+  EXPECT_EQ(*back.val_loss, 2.25f);
+  EXPECT_EQ(back.lr, 1e-3f);
+  ASSERT_TRUE(back.mfu.has_value());
+  EXPECT_DOUBLE_EQ(*back.mfu, 0.123);
+  const StepMetrics plain = from_json_line(to_json_line(record(1, 3.0f)));
+  EXPECT_FALSE(plain.val_loss.has_value());
+  EXPECT_FALSE(plain.mfu.has_value());
+  EXPECT_THAT([] { from_json_line("{\"step\":1}"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("tokens_per_s")));
+}
+
+TEST(MetricsTest, ResumeKeepsRecordsUpToTheCheckpoint) {
+  const std::string path = ::testing::TempDir() + "zero_metrics_test.jsonl";
+  {
+    MetricsLog log(path);
+    for (int64_t s : {10, 20, 30, 40}) log.Write(record(s, 1.0f * s));
+  }
+  MetricsLog resumed(path, 20);  // the checkpoint was at step 20: 30 and 40 are redone
+  resumed.Write(record(30, 99.0f));
+  const std::vector<StepMetrics> all = read_metrics(path);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].step, 20);
+  EXPECT_EQ(all[2].loss, 99.0f);
+  EXPECT_EQ(resumed.records().size(), 3u);
+  std::vector<LossPoint> train, val;
+  loss_points(all, &train, &val);
+  EXPECT_EQ(train.size(), 3u);
+  EXPECT_TRUE(val.empty());
+  MetricsLog fresh(path);  // a new run starts an empty log
+  EXPECT_TRUE(read_metrics(path).empty());
+  std::remove(path.c_str());
+}
+
+TEST(MetricsTest, ATruncatedLastLineIsSkipped) {
+  const std::string path = ::testing::TempDir() + "zero_metrics_truncated.jsonl";
+  {
+    std::ofstream out(path);
+    out << to_json_line(record(1, 2.0f)) << "\n" << "{\"step\":2,\"lo";
+  }
+  EXPECT_EQ(read_metrics(path).size(), 1u);
+  {
+    std::ofstream out(path);
+    out << "{\"step\":2,\"lo\n" << to_json_line(record(1, 2.0f)) << "\n";
+  }
+  EXPECT_THROW(read_metrics(path), Error);  // damage before the end is not a crash's doing
+  std::remove(path.c_str());
+  EXPECT_TRUE(read_metrics(path).empty());  // a missing file has no records
+}
+
+}  // namespace
+}  // namespace zero::train

@@ -1,0 +1,226 @@
+// Saving and loading checkpoint folders: trainer.json through nlohmann-json, tensors
+// through io/safetensors, the folder through io::replace_directory_atomically.
+#include "zero/train/checkpoint.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "zero/autograd/grad_mode.h"
+#include "zero/io/atomic_file.h"
+#include "zero/io/safetensors.h"
+
+namespace zero::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "zero-gpt-checkpoint";
+constexpr int kVersion = 1;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ZERO_CHECK(in.good(), "cannot read '", path, "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  ZERO_CHECK(out.good(), "cannot write '", path, "'");
+}
+
+// "[384, 1152]"
+std::string shape_of(const Tensor& t) { return shape_to_string(t.sizes()); }
+
+// The config values of a GPT as "n_layer = 6, n_head = 6, ...".
+std::string describe(const nn::GPTConfig& c) {
+  return detail::str_cat("vocab_size = ", c.vocab_size, ", block_size = ", c.block_size,
+                         ", n_layer = ", c.n_layer, ", n_head = ", c.n_head, ", n_embd = ", c.n_embd);
+}
+
+bool same_shape(const nn::GPTConfig& a, const nn::GPTConfig& b) {
+  return a.vocab_size == b.vocab_size && a.block_size == b.block_size && a.n_layer == b.n_layer &&
+         a.n_head == b.n_head && a.n_embd == b.n_embd;
+}
+
+// Lists up to a few names after `label`, e.g. "missing: a, b (and 3 more)".
+void list_names(std::ostringstream& msg, const char* label, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  constexpr size_t kShown = 8;
+  msg << "\n  " << label << ": ";
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) msg << (i ? ", " : "") << names[i];
+  if (names.size() > kShown) msg << " (and " << names.size() - kShown << " more)";
+}
+
+void require_file(const std::string& dir, const char* name) {
+  ZERO_CHECK(fs::is_regular_file(fs::path(dir) / name), "no checkpoint in '", dir,
+             "': expected ", (fs::path(dir) / name).string(),
+             " (a folder written by save_checkpoint, e.g. train_gpt's out/gpt/checkpoint)");
+}
+
+}  // namespace
+
+std::string trainer_state_to_json(const TrainerState& s) {
+  const TrainConfig& c = s.config;
+  nlohmann::ordered_json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["step"] = s.step;
+  j["best_val_loss"] = std::isfinite(s.best_val_loss) ? nlohmann::ordered_json(s.best_val_loss)
+                                                      : nlohmann::ordered_json(nullptr);
+  j["rng"] = {{"dropout_seed", s.dropout_seed},
+              {"dropout_offset", s.dropout_offset},
+              {"sampler_seed", s.sampler_seed},
+              {"sampler_position", s.sampler_position}};
+  j["model"] = {{"vocab_size", c.model.vocab_size}, {"block_size", c.model.block_size},
+                {"n_layer", c.model.n_layer},       {"n_head", c.model.n_head},
+                {"n_embd", c.model.n_embd},         {"dropout", c.model.dropout}};
+  j["train"] = {{"batch_size", c.batch_size}, {"lr", c.lr},
+                {"min_lr", c.min_lr},         {"warmup", c.warmup},
+                {"max_steps", c.max_steps},   {"weight_decay", c.weight_decay},
+                {"beta1", c.beta1},           {"beta2", c.beta2},
+                {"grad_clip", c.grad_clip},   {"seed", c.seed}};
+  j["data_dir"] = s.data_dir;
+  j["vocab_path"] = s.vocab_path;
+  j["metrics_path"] = s.metrics_path;
+  return j.dump(2) + "\n";
+}
+
+TrainerState trainer_state_from_json(const std::string& text, const std::string& source) {
+  TrainerState s;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    ZERO_CHECK(j.value("format", "") == kFormat && j.value("version", 0) == kVersion, source,
+               ": expected format \"", kFormat, "\" version ", kVersion, ", got ",
+               j.value("format", "(none)"), " version ", j.value("version", 0));
+    s.step = j.at("step").get<int64_t>();
+    const auto& best = j.at("best_val_loss");
+    s.best_val_loss = best.is_null() ? std::numeric_limits<float>::infinity() : best.get<float>();
+    const auto& rng = j.at("rng");
+    s.dropout_seed = rng.at("dropout_seed").get<uint64_t>();
+    s.dropout_offset = rng.at("dropout_offset").get<uint64_t>();
+    s.sampler_seed = rng.at("sampler_seed").get<uint64_t>();
+    s.sampler_position = rng.at("sampler_position").get<uint64_t>();
+    const auto& m = j.at("model");
+    TrainConfig& c = s.config;
+    c.model.vocab_size = m.at("vocab_size").get<int64_t>();
+    c.model.block_size = m.at("block_size").get<int64_t>();
+    c.model.n_layer = m.at("n_layer").get<int64_t>();
+    c.model.n_head = m.at("n_head").get<int64_t>();
+    c.model.n_embd = m.at("n_embd").get<int64_t>();
+    c.model.dropout = m.at("dropout").get<float>();
+    const auto& t = j.at("train");
+    c.batch_size = t.at("batch_size").get<int64_t>();
+    c.lr = t.at("lr").get<float>();
+    c.min_lr = t.at("min_lr").get<float>();
+    c.warmup = t.at("warmup").get<int64_t>();
+    c.max_steps = t.at("max_steps").get<int64_t>();
+    c.weight_decay = t.at("weight_decay").get<float>();
+    c.beta1 = t.at("beta1").get<float>();
+    c.beta2 = t.at("beta2").get<float>();
+    c.grad_clip = t.at("grad_clip").get<float>();
+    c.seed = t.at("seed").get<uint64_t>();
+    s.data_dir = j.at("data_dir").get<std::string>();
+    s.vocab_path = j.at("vocab_path").get<std::string>();
+    s.metrics_path = j.at("metrics_path").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    ZERO_CHECK(false, source, ": not a valid trainer.json (", e.what(), ")");
+  }
+  return s;
+}
+
+void save_checkpoint(const std::string& dir, const nn::GPT& model, const optim::AdamW& optimizer,
+                     const TrainerState& state) {
+  const nn::GPTConfig& c = model.config();
+  ZERO_CHECK(same_shape(c, state.config.model), "save_checkpoint: the state's config (",
+             describe(state.config.model), ") does not describe the model (", describe(c), ")");
+  // The shape again as safetensors metadata, so a reader of model.safetensors alone
+  // (tools/convert_checkpoint.py) can rebuild the model.
+  const std::map<std::string, std::string> model_meta = {
+      {"format", "zero-gpt"},
+      {"vocab_size", std::to_string(c.vocab_size)},
+      {"block_size", std::to_string(c.block_size)},
+      {"n_layer", std::to_string(c.n_layer)},
+      {"n_head", std::to_string(c.n_head)},
+      {"n_embd", std::to_string(c.n_embd)}};
+  io::replace_directory_atomically(dir, [&](const std::string& tmp) {
+    const fs::path out(tmp);
+    io::save_safetensors((out / "model.safetensors").string(), model.NamedParameters(), model_meta);
+    io::save_safetensors((out / "optimizer.safetensors").string(), optimizer.NamedState(),
+                         {{"step", std::to_string(optimizer.step())}});
+    if (!state.vocab_path.empty()) {
+      write_file((out / "vocab.json").string(), read_file(state.vocab_path));
+    }
+    write_file((out / "trainer.json").string(), trainer_state_to_json(state));
+  });
+}
+
+TrainerState read_trainer_state(const std::string& dir) {
+  io::recover_directory(dir);  // finish or undo a save interrupted by a crash
+  require_file(dir, "trainer.json");
+  const std::string path = (fs::path(dir) / "trainer.json").string();
+  return trainer_state_from_json(read_file(path), path);
+}
+
+void load_checkpoint(const std::string& dir, nn::GPT& model, optim::AdamW* optimizer,
+                     TrainerState& state) {
+  TrainerState loaded = read_trainer_state(dir);
+  require_file(dir, "model.safetensors");
+  if (optimizer) require_file(dir, "optimizer.safetensors");
+  ZERO_CHECK(same_shape(loaded.config.model, model.config()), "checkpoint '", dir,
+             "' holds a GPT with ", describe(loaded.config.model), "; the model given has ",
+             describe(model.config()));
+
+  // Match names and shapes before touching anything.
+  const std::string model_path = (fs::path(dir) / "model.safetensors").string();
+  std::map<std::string, Tensor> saved;
+  for (auto& [name, t] : io::load_safetensors(model_path)) saved.emplace(name, t);
+  std::vector<std::string> missing, unexpected, mismatched;
+  auto params = model.NamedParameters();
+  std::set<std::string> names;
+  for (const auto& [name, p] : params) {
+    names.insert(name);
+    const auto it = saved.find(name);
+    if (it == saved.end()) {
+      missing.push_back(name);
+    } else if (it->second.sizes() != p.sizes() || it->second.dtype() != p.dtype()) {
+      mismatched.push_back(name + " " + shape_of(it->second) + " in the file, " + shape_of(p) +
+                           " in the model");
+    }
+  }
+  for (const auto& entry : saved) {
+    const std::string& name = entry.first;
+    if (names.count(name) == 0) unexpected.push_back(name);
+  }
+  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+    std::ostringstream msg;
+    msg << model_path << " does not match the model's parameters:";
+    list_names(msg, "missing from the file", missing);
+    list_names(msg, "in the file but not in the model", unexpected);
+    list_names(msg, "different shape", mismatched);
+    ZERO_CHECK(false, msg.str());
+  }
+
+  if (optimizer) {
+    std::map<std::string, std::string> meta;
+    const std::string opt_path = (fs::path(dir) / "optimizer.safetensors").string();
+    io::NamedTensors moments = io::load_safetensors(opt_path, &meta);
+    ZERO_CHECK(meta.count("step") != 0, opt_path, ": expected a \"step\" entry in the metadata");
+    optimizer->LoadState(moments, std::stoll(meta.at("step")));
+  }
+  NoGradGuard no_grad;  // parameters require grad; copying into them is not a recorded op
+  for (auto& [name, p] : params) p.CopyFrom_(saved.at(name));
+  state = std::move(loaded);
+}
+
+}  // namespace zero::train

@@ -1,0 +1,100 @@
+// The metrics log: StepMetrics <-> one JSON object per line, and a log file that a
+// resumed run continues instead of overwriting.
+#include "zero/train/metrics.h"
+
+#include <cmath>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "zero/core/error.h"
+
+namespace zero::train {
+
+std::string to_json_line(const StepMetrics& m) {
+  nlohmann::ordered_json j;
+  j["step"] = m.step;
+  j["loss"] = m.loss;
+  if (m.val_loss) j["val_loss"] = *m.val_loss;
+  j["lr"] = m.lr;
+  j["ms"] = m.ms;
+  j["tokens_per_s"] = m.tokens_per_s;
+  if (m.mfu) j["mfu"] = *m.mfu;
+  j["mem_gib"] = m.mem_gib;
+  return j.dump();
+}
+
+StepMetrics from_json_line(const std::string& line) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    StepMetrics m;
+    m.step = j.at("step").get<int64_t>();
+    // A non-finite loss is written by nlohmann as null; read it back as NaN.
+    m.loss = j.at("loss").is_null() ? NAN : j.at("loss").get<float>();
+    if (j.contains("val_loss")) m.val_loss = j["val_loss"].is_null() ? NAN : j["val_loss"].get<float>();
+    m.lr = j.at("lr").get<float>();
+    m.ms = j.at("ms").get<double>();
+    m.tokens_per_s = j.at("tokens_per_s").get<double>();
+    if (j.contains("mfu")) m.mfu = j["mfu"].get<double>();
+    m.mem_gib = j.at("mem_gib").get<double>();
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    ZERO_CHECK(false, "metrics: expected a JSON object with step, loss, lr, ms, tokens_per_s, "
+               "mem_gib, got '", line, "' (", e.what(), ")");
+  }
+  return {};
+}
+
+std::vector<StepMetrics> read_metrics(const std::string& path) {
+  std::vector<StepMetrics> records;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return records;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t end = text.find('\n', begin);
+    const std::string line = text.substr(begin, end == std::string::npos ? end : end - begin);
+    if (end == std::string::npos) {
+      // No newline after it: a record cut short by a crash, unless it parses.
+      try {
+        records.push_back(from_json_line(line));
+      } catch (const Error&) {
+      }
+      break;
+    }
+    if (!line.empty()) records.push_back(from_json_line(line));
+    begin = end + 1;
+  }
+  return records;
+}
+
+void loss_points(const std::vector<StepMetrics>& records, std::vector<LossPoint>* train,
+                 std::vector<LossPoint>* val) {
+  for (const StepMetrics& m : records) {
+    if (train) train->push_back({m.step, m.loss});
+    if (val && m.val_loss) val->push_back({m.step, *m.val_loss});
+  }
+}
+
+MetricsLog::MetricsLog(const std::string& path, int64_t resume_step) : path_(path) {
+  if (resume_step >= 0) {
+    for (const StepMetrics& m : read_metrics(path)) {
+      if (m.step <= resume_step) records_.push_back(m);
+    }
+  }
+  // Rewrite the kept records, then append from there.
+  out_.open(path, std::ios::trunc);
+  ZERO_CHECK(out_.good(), "MetricsLog: cannot open '", path, "' for writing");
+  for (const StepMetrics& m : records_) out_ << to_json_line(m) << '\n';
+  out_.flush();
+  ZERO_CHECK(out_.good(), "MetricsLog: writing '", path, "' failed");
+}
+
+void MetricsLog::Write(const StepMetrics& m) {
+  out_ << to_json_line(m) << '\n';
+  out_.flush();
+  ZERO_CHECK(out_.good(), "MetricsLog: writing '", path_, "' failed (disk full?)");
+  records_.push_back(m);
+}
+
+}  // namespace zero::train

@@ -1,0 +1,69 @@
+/// @file
+/// `MetricsLog`: one JSON object per logged training step, appended to a `.jsonl` file.
+///
+/// A line looks like
+/// `{"step":100,"loss":2.1234,"val_loss":2.2011,"lr":0.001,"ms":45.2,"tokens_per_s":362000,"mfu":0.123,"mem_gib":1.2}`
+/// (`val_loss` only on steps that were evaluated, `mfu` only when a peak is known). JSON
+/// Lines survive a crash mid-run (every complete line is a record) and load with one call
+/// in Python (`pandas.read_json(path, lines=True)`). The loss curve is redrawn from it.
+/// Read next: loss_curve.h.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zero/train/loss_curve.h"
+
+namespace zero::train {
+
+/// What is recorded about one training step.
+struct StepMetrics {
+  int64_t step = 0;                ///< Optimiser steps done when it was measured.
+  float loss = 0.0f;               ///< Training loss of that step's batch.
+  std::optional<float> val_loss;   ///< Mean validation loss, when evaluated at this step.
+  float lr = 0.0f;                 ///< Learning rate the step used.
+  double ms = 0.0;                 ///< Wall time of the step, milliseconds.
+  double tokens_per_s = 0.0;       ///< Training tokens processed per second.
+  std::optional<double> mfu;       ///< Model FLOPs utilisation, 0..1 (see flops.h).
+  double mem_gib = 0.0;            ///< Peak memory of the device's allocator, GiB.
+};
+
+/// The JSON line of one record (no trailing newline).
+std::string to_json_line(const StepMetrics& m);
+/// Parses a line written by `to_json_line`. @throws zero::Error on malformed input.
+StepMetrics from_json_line(const std::string& line);
+
+/// Reads every record of a metrics file (a missing file reads as empty; a last line cut
+/// short by a crash is skipped). @throws zero::Error on any other malformed line.
+std::vector<StepMetrics> read_metrics(const std::string& path);
+
+/// The (step, loss) points of `records`, and the (step, val_loss) points of those that
+/// have one, ready for `write_loss_curve_png`.
+void loss_points(const std::vector<StepMetrics>& records, std::vector<LossPoint>* train,
+                 std::vector<LossPoint>* val);
+
+/// Appends records to a JSONL file, flushing each line.
+class MetricsLog {
+ public:
+  /// Starts a log at `path`. With `resume_step` < 0 any existing file is replaced;
+  /// otherwise the records of a resumed run are kept up to and including step
+  /// `resume_step` (later ones belong to steps the resumed run will redo).
+  /// @throws zero::Error if the file cannot be written.
+  explicit MetricsLog(const std::string& path, int64_t resume_step = -1);
+  /// Appends one record. @throws zero::Error if the write fails.
+  void Write(const StepMetrics& m);
+  /// Every record written so far, including those kept from a resumed run.
+  const std::vector<StepMetrics>& records() const { return records_; }
+  /// The file written to.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  std::vector<StepMetrics> records_;
+};
+
+}  // namespace zero::train

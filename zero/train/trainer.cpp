@@ -1,0 +1,127 @@
+// The training step, evaluation, and saving / resuming a run (see trainer.h).
+#include "zero/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "zero/autograd/grad_mode.h"
+#include "zero/optim/grad_clip.h"
+#include "zero/optim/lr_schedule.h"
+
+namespace zero::train {
+
+namespace {
+
+// Validation batches come from their own stream, so evaluating never moves the
+// training sampler, and a fixed one, so every evaluation sees the same batches.
+constexpr uint64_t kValSeedOffset = 1;
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, TokenData data, Device device)
+    : config_(config),
+      device_(device),
+      data_dir_(data.dir),
+      vocab_path_(data.vocab_path),
+      best_val_loss_(std::numeric_limits<float>::infinity()) {
+  const int64_t block = config.model.block_size, batch = config.batch_size;
+  ZERO_CHECK(batch > 0 && config.max_steps >= 0 && config.warmup >= 0,
+             "Trainer: expected batch_size > 0, max_steps >= 0 and warmup >= 0, got ", batch, ", ",
+             config.max_steps, ", ", config.warmup);
+  model_ = std::make_unique<nn::GPT>(config.model, config.seed);
+  model_->To(device);
+  optim::AdamWOptions options;
+  options.lr = config.lr;
+  options.beta1 = config.beta1;
+  options.beta2 = config.beta2;
+  options.weight_decay = config.weight_decay;
+  optimizer_ = std::make_unique<optim::AdamW>(model_->NamedParameters(), options);
+  params_ = model_->Parameters();
+  train_sampler_ = std::make_unique<data::BatchSampler>(std::move(data.train), batch, block,
+                                                        config.seed, device);
+  val_sampler_ = std::make_unique<data::BatchSampler>(std::move(data.val), batch, block,
+                                                      config.seed + kValSeedOffset, device);
+}
+
+StepResult Trainer::Step() {
+  const auto start = std::chrono::steady_clock::now();
+  StepResult r;
+  // lr_at needs warmup <= max_steps; a run shorter than its warmup just warms up.
+  r.lr = optim::lr_at(step_, std::min(config_.warmup, config_.max_steps),
+                      std::max<int64_t>(config_.max_steps, 1), config_.lr, config_.min_lr);
+  optimizer_->SetLr(r.lr);
+
+  auto [x, y] = train_sampler_->Next();     // (B, T) each
+  const Tensor loss = model_->Loss(x, y);   // ()
+  loss.Backward();
+  r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
+                                      : optim::clip_grad_norm(params_, INFINITY);
+  r.skipped = !std::isfinite(r.grad_norm);
+  if (r.skipped) {
+    ++skipped_;  // an inf/NaN gradient would poison the moments: drop this batch
+  } else {
+    optimizer_->Step();
+  }
+  optimizer_->ZeroGrad();
+  r.loss = loss.Item();  // the one device -> host copy of the step
+  ++step_;
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+float Trainer::Evaluate(int64_t iters) {
+  ZERO_CHECK(iters > 0, "Trainer::Evaluate: expected iters > 0, got ", iters);
+  nn::EvalGuard eval(*model_);
+  NoGradGuard no_grad;
+  val_sampler_->SetPosition(0);
+  double total = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto [x, y] = val_sampler_->Next();  // (B, T) each
+    total += model_->Loss(x, y).Item();
+  }
+  return static_cast<float>(total / static_cast<double>(iters));
+}
+
+bool Trainer::RecordValLoss(float loss) {
+  if (!(loss < best_val_loss_)) return false;
+  best_val_loss_ = loss;
+  return true;
+}
+
+TrainerState Trainer::State() {
+  TrainerState s;
+  s.step = step_;
+  s.best_val_loss = best_val_loss_;
+  s.dropout_seed = model_->dropout_generator().seed();
+  s.dropout_offset = model_->dropout_generator().offset();
+  s.sampler_seed = train_sampler_->seed();
+  s.sampler_position = train_sampler_->position();
+  s.config = config_;
+  s.data_dir = data_dir_;
+  s.vocab_path = vocab_path_;
+  s.metrics_path = metrics_path_;
+  return s;
+}
+
+void Trainer::Save(const std::string& dir) { save_checkpoint(dir, *model_, *optimizer_, State()); }
+
+void Trainer::Resume(const std::string& dir) {
+  TrainerState s;
+  load_checkpoint(dir, *model_, optimizer_.get(), s);
+  ZERO_CHECK(s.sampler_seed == train_sampler_->seed(), "Trainer::Resume: the checkpoint's batches "
+             "come from sampler seed ", s.sampler_seed, ", this run's from ", train_sampler_->seed(),
+             " (resume with the checkpoint's --seed)");
+  model_->dropout_generator().SetState(s.dropout_seed, s.dropout_offset);
+  train_sampler_->SetPosition(s.sampler_position);
+  step_ = s.step;
+  best_val_loss_ = s.best_val_loss;
+}
+
+void Trainer::LoadWeights(const std::string& dir) {
+  TrainerState ignored;
+  load_checkpoint(dir, *model_, nullptr, ignored);
+}
+
+}  // namespace zero::train

@@ -1,0 +1,102 @@
+/// @file
+/// `Trainer`: the GPT training loop's state and one step of it, separate from any
+/// command line so tests can run it, stop it, save it and resume it.
+///
+/// One `Step()` is nanoGPT's loop body: set the learning rate from the schedule, draw a
+/// batch, forward to the loss, backward, clip the global gradient norm, AdamW update.
+/// `Evaluate` measures the validation loss on the same fixed batches every time (so two
+/// evaluations differ only because the model did). `Save` / `Resume` go through
+/// checkpoint.h; a resumed run continues with exactly the batches, dropout masks and
+/// optimizer moments the uninterrupted run would have used, so its losses are
+/// identical bit for bit on the same machine. Read next: chapters/09_gpt/train_gpt.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zero/data/batch_sampler.h"
+#include "zero/nn/gpt.h"
+#include "zero/optim/adamw.h"
+#include "zero/train/checkpoint.h"
+#include "zero/train/config.h"
+
+namespace zero::train {
+
+/// The tokens a run trains and validates on, and where they came from.
+struct TokenData {
+  std::vector<int32_t> train;  ///< Training split.
+  std::vector<int32_t> val;    ///< Validation split.
+  std::string dir;             ///< Prepared dataset folder (recorded in checkpoints).
+  std::string vocab_path;      ///< Its vocab.json (copied into checkpoints).
+};
+
+/// What one training step did.
+struct StepResult {
+  float loss = 0;        ///< Loss of the step's batch (before the update).
+  float lr = 0;          ///< Learning rate used.
+  float grad_norm = 0;   ///< Global gradient norm before clipping.
+  double ms = 0;         ///< Wall time, including the one synchronisation that reads the loss.
+  bool skipped = false;  ///< True when the gradient norm was not finite and no update was made.
+};
+
+/// A GPT, its AdamW optimiser, the batch samplers and the step count.
+class Trainer {
+ public:
+  /// Builds the model from `config` (its vocab_size must cover the data's ids) on
+  /// `device`, the optimiser, and samplers over `data` seeded from `config.seed`.
+  /// @throws zero::Error if a split is too short for one block.
+  Trainer(const TrainConfig& config, TokenData data, Device device);
+
+  /// One optimisation step (see the file comment); increments `step()`.
+  StepResult Step();
+  /// Mean loss over `iters` batches of the validation split (the same batches on every
+  /// call), in evaluation mode without recording gradients.
+  float Evaluate(int64_t iters);
+
+  /// The state to save now: step, RNG positions, config, paths, best val loss.
+  TrainerState State();
+  /// Writes a checkpoint of the whole run to `dir` (checkpoint.h).
+  void Save(const std::string& dir);
+  /// Continues a run saved by `Save`: weights, moments, step, best val loss, and the
+  /// dropout and sampler positions. The model shape must match; the hyper-parameters
+  /// of this trainer's config are kept (so a resumed run may change max_steps).
+  void Resume(const std::string& dir);
+  /// Loads only the weights of the checkpoint in `dir` (fine-tuning from it).
+  void LoadWeights(const std::string& dir);
+
+  /// The model.
+  nn::GPT& model() { return *model_; }
+  /// The optimiser.
+  optim::AdamW& optimizer() { return *optimizer_; }
+  /// The run's configuration.
+  const TrainConfig& config() const { return config_; }
+  /// Steps completed.
+  int64_t step() const { return step_; }
+  /// Where the model lives.
+  Device device() const { return device_; }
+  /// Steps whose update was skipped for a non-finite gradient norm.
+  int64_t skipped_steps() const { return skipped_; }
+  /// Lowest validation loss recorded with `RecordValLoss` (+inf before any).
+  float best_val_loss() const { return best_val_loss_; }
+  /// Records a validation loss; returns true when it is a new best.
+  bool RecordValLoss(float loss);
+  /// Sets the metrics log path recorded in checkpoints.
+  void set_metrics_path(const std::string& path) { metrics_path_ = path; }
+
+ private:
+  TrainConfig config_;
+  Device device_;
+  std::string data_dir_, vocab_path_, metrics_path_;
+  std::unique_ptr<nn::GPT> model_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  std::unique_ptr<data::BatchSampler> train_sampler_;
+  std::unique_ptr<data::BatchSampler> val_sampler_;
+  std::vector<Tensor> params_;
+  int64_t step_ = 0;
+  int64_t skipped_ = 0;
+  float best_val_loss_;
+};
+
+}  // namespace zero::train
