@@ -47,6 +47,20 @@ TEST(MetricsTest, LineRoundTrip) {
               ::testing::ThrowsMessage<Error>(HasSubstr("tokens_per_s")));
 }
 
+TEST(MetricsTest, ConsoleLine) {
+  StepMetrics m = record(100, 2.12344f);
+  m.tokens_per_s = 362400;
+  m.mfu = 0.1234;
+  m.mem_gib = 1.2;
+  EXPECT_EQ(format_log_line(m, 5000),
+            "step 100/5000 | loss 2.1234 | lr 1.00e-03 | 12.5 ms | 362k tok/s | mfu 12.3% | mem 1.20 GiB");
+  m.mfu.reset();
+  EXPECT_EQ(format_log_line(m, 5000).find("mfu"), std::string::npos);
+  EXPECT_EQ(format_rate(950), "950");
+  EXPECT_EQ(format_rate(3140), "3.1k");
+  EXPECT_EQ(format_rate(1.254e6), "1.25M");
+}
+
 TEST(MetricsTest, ResumeKeepsRecordsUpToTheCheckpoint) {
   const std::string path = ::testing::TempDir() + "zero_metrics_test.jsonl";
   {

@@ -3,6 +3,7 @@
 #include "zero/train/metrics.h"
 
 #include <cmath>
+#include <cstdio>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,34 @@ StepMetrics from_json_line(const std::string& line) {
                "mem_gib, got '", line, "' (", e.what(), ")");
   }
   return {};
+}
+
+std::string format_rate(double r) {
+  char buf[32];
+  if (r < 1e3) {
+    std::snprintf(buf, sizeof(buf), "%.0f", r);
+  } else if (r < 1e4) {
+    std::snprintf(buf, sizeof(buf), "%.1fk", r / 1e3);
+  } else if (r < 1e6) {
+    std::snprintf(buf, sizeof(buf), "%.0fk", r / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2fM", r / 1e6);
+  }
+  return buf;
+}
+
+std::string format_log_line(const StepMetrics& m, int64_t max_steps) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "step %lld/%lld | loss %.4f | lr %.2e | %.1f ms | %s tok/s",
+                static_cast<long long>(m.step), static_cast<long long>(max_steps), m.loss, m.lr,
+                m.ms, format_rate(m.tokens_per_s).c_str());
+  std::string line = buf;
+  if (m.mfu) {
+    std::snprintf(buf, sizeof(buf), " | mfu %.1f%%", *m.mfu * 100);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof(buf), " | mem %.2f GiB", m.mem_gib);
+  return line + buf;
 }
 
 std::vector<StepMetrics> read_metrics(const std::string& path) {

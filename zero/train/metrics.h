@@ -36,6 +36,14 @@ std::string to_json_line(const StepMetrics& m);
 /// Parses a line written by `to_json_line`. @throws zero::Error on malformed input.
 StepMetrics from_json_line(const std::string& line);
 
+/// The console line of a record, e.g.
+/// `step 100/5000 | loss 2.1234 | lr 1.00e-03 | 45.2 ms | 362k tok/s | mfu 12.3% | mem 1.2 GiB`
+/// (the mfu part only when known; a val_loss is not part of it).
+std::string format_log_line(const StepMetrics& m, int64_t max_steps);
+
+/// A rate in a few characters: 950, 3.1k, 362k, 1.25M.
+std::string format_rate(double per_second);
+
 /// Reads every record of a metrics file (a missing file reads as empty; a last line cut
 /// short by a crash is skipped). @throws zero::Error on any other malformed line.
 std::vector<StepMetrics> read_metrics(const std::string& path);
