@@ -30,10 +30,11 @@ void section(const char* title) { std::printf("\n== %s ==\n", title); }
 // Section 1: what makes a reduction different, in numbers.
 void show_patterns(int64_t n) {
   section("1. Element-wise vs reduction");
-  std::printf("element-wise  c[i] = a[i] + b[i]     n outputs, each from its own inputs:\n"
-              "                                     n independent threads, no communication\n"
-              "reduction     s = x[0] + ... + x[n-1]  one output from n inputs: partial sums\n"
-              "                                     must meet, so threads have to cooperate\n");
+  std::printf("element-wise  c[i] = a[i] + b[i]\n"
+              "              n outputs, each from its own inputs: n independent threads\n"
+              "reduction     s = x[0] + x[1] + ... + x[n-1]\n"
+              "              one output from n inputs: partial sums must meet, so threads\n"
+              "              have to cooperate\n");
   const int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(n))));
   std::printf("for n = %lld: one running sum is a chain of %lld dependent additions;\n"
               "a tree of pairwise additions does the same n - 1 additions in %d levels\n",
@@ -117,10 +118,12 @@ int check_broadcast_backward(zero::Device device) {
     worst = std::max(worst, err / scale);
     if (err > 1e-5 * scale) ++bad;
   }
-  std::printf("%-8s a (%lld, %lld) + b (%lld): b.Grad()[c] vs sum over n of w[n, c]: "
-              "worst error %.1e of sum|w|, %s\n",
+  std::printf("%s: loss = sum((a + b) * w), a and w (%lld, %lld), b (%lld) broadcast over "
+              "%lld rows\n  b.Grad()[c] vs sum over n of w[n, c] by hand: worst error %.1e of "
+              "sum|w|, %s\n",
               device.ToString().c_str(), static_cast<long long>(n), static_cast<long long>(c),
-              static_cast<long long>(c), worst, bad == 0 ? "matches" : "MISMATCH");
+              static_cast<long long>(c), static_cast<long long>(n), worst,
+              bad == 0 ? "matches" : "MISMATCH");
   return bad;
 }
 
@@ -164,6 +167,9 @@ int main(int argc, char** argv) {
     show_summation_order(quick ? int64_t{1} << 20 : int64_t{1} << 26);
 
     section("3. Broadcast backward is a reduction");
+    std::printf("b is added to every row of a, so each b[c] reaches the loss through N\n"
+                "paths, and its gradient is the sum of the N incoming gradients: a column\n"
+                "sum, the reduction Zero's backward of `+` runs (sum_to_shape).\n");
     int problems = check_broadcast_backward(zero::Device::Cpu());
     if (zero::cuda_available()) problems += check_broadcast_backward(zero::Device::Cuda(0));
 #ifdef ZERO_CHAPTER_HAS_CUDA
