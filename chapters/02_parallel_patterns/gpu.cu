@@ -225,8 +225,11 @@ int run_reduction_ladder(const std::vector<float>& x_host, double exact, int ver
   const double copy_gbs = copy_row.bytes / (copy_row.ms * 1e6);
 
   // Runs `run`, reads the float it wrote to `result`, and checks it equals `exact`
-  // (the input makes every order of float additions exact; see main.cpp).
-  const auto validate = [&](const char* label, const auto& run, const float* result) {
+  // (the input makes every order of float additions exact; see main.cpp). The
+  // result is set to NaN first, so a version that writes nothing cannot pass on
+  // the answer an earlier version left behind.
+  const auto validate = [&](const char* label, const auto& run, float* result) {
+    ZERO_CUDA_CHECK(cudaMemset(result, 0xff, sizeof(float)));
     run();
     float got = 0.0f;
     ZERO_CUDA_CHECK(cudaMemcpy(&got, result, sizeof(float), cudaMemcpyDeviceToHost));

@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
                   "visible\n");
     }
 #else
+    (void)version;  // only the GPU ladder has versions
     std::printf("\n[skipped] GPU part (section 4, the reduction ladder): this build has no "
                 "CUDA (no toolkit found)\n");
 #endif
