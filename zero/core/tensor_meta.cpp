@@ -59,7 +59,7 @@ bool TensorMeta::is_contiguous() const {
   for (int i = dim() - 1; i >= 0; --i) {
     if (sizes[i] == 1) continue;  // the stride of a size-1 dimension never matters
     if (strides[i] != expected) return false;
-    expected *= sizes[i];
+    expected *= std::max<int64_t>(sizes[i], 1);  // as contiguous_strides: [3, 0] -> [1, 1]
   }
   return true;
 }
