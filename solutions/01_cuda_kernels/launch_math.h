@@ -10,16 +10,6 @@
 #include "zero/core/error.h"
 #include "zero/core/philox.h"  // ZERO_HOST_DEVICE
 
-// Note [Exercise stubs on the GPU]
-// An unfinished exercise calls ZERO_NOT_IMPLEMENTED, which throws; device code
-// cannot throw. In nvcc's device pass (__CUDA_ARCH__ defined) a stub in this file
-// therefore stops the kernel with __trap() instead, so the learner's copy compiles
-// for both sides and a kernel that reaches a stub fails loudly (a launch error).
-#if defined(__CUDA_ARCH__)
-#undef ZERO_NOT_IMPLEMENTED
-#define ZERO_NOT_IMPLEMENTED(tag) __trap()
-#endif
-
 namespace ch01 {
 
 // 256 threads a block: 8 warps. Large enough to hide memory latency with several

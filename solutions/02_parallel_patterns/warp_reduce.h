@@ -11,14 +11,6 @@
 #include "zero/core/error.h"
 #include "zero/core/philox.h"  // ZERO_HOST_DEVICE
 
-// ZERO_NOT_IMPLEMENTED throws, and device code cannot throw: in nvcc's device pass
-// an unfinished stub here stops the kernel with __trap() instead (a launch error),
-// so the learner's copy compiles for both sides.
-#if defined(__CUDA_ARCH__)
-#undef ZERO_NOT_IMPLEMENTED
-#define ZERO_NOT_IMPLEMENTED(tag) __trap()
-#endif
-
 namespace ch02 {
 
 constexpr int kWarpSize = 32;
