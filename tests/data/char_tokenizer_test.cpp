@@ -26,24 +26,33 @@ TEST(CharTokenizerTest, AsciiRoundTrip) {
 }
 
 TEST(CharTokenizerTest, MultiByteRoundTripCountsCharactersNotBytes) {
-  const std::string text = "na\xC3\xAFve caf\xC3\xA9 \xE2\x82\xAC" "5 \xF0\x9F\x98\x80\xF0\x9F\x98\x80!";
+  const std::string text =
+      "na\xC3\xAFve caf\xC3\xA9 \xE2\x82\xAC"
+      "5 \xF0\x9F\x98\x80\xF0\x9F\x98\x80!";
   const CharTokenizer tok = CharTokenizer::FromText(text);
   const std::vector<int32_t> ids = tok.Encode(text);
-  EXPECT_EQ(ids.size(), 17u);  // 17 characters in 27 bytes
+  EXPECT_EQ(ids.size(), 17u);   // 17 characters in 27 bytes
   EXPECT_EQ(ids[15], ids[14]);  // the two emoji are one token
   EXPECT_EQ(tok.chars().back(), char32_t{0x1F600});
   EXPECT_EQ(tok.Decode(ids), text);
 }
 
 TEST(CharTokenizerTest, InvalidUtf8NamesTheByteOffset) {
-  expect_error([] { CharTokenizer::FromText("abc\xFF" "def"); }, {"invalid UTF-8", "byte offset 3"});
+  expect_error(
+      [] {
+        CharTokenizer::FromText(
+            "abc\xFF"
+            "def");
+      },
+      {"invalid UTF-8", "byte offset 3"});
   const CharTokenizer tok = CharTokenizer::FromText("abc");
   expect_error([&] { tok.Encode("ab\xC3"); }, {"byte offset 2"});
 }
 
 TEST(CharTokenizerTest, UnknownCharacterAndBadIdAreErrors) {
   const CharTokenizer tok = CharTokenizer::FromText("abc");
-  expect_error([&] { tok.Encode("abz"); }, {"U+007A 'z'", "byte offset 2", "not in the vocabulary"});
+  expect_error([&] { tok.Encode("abz"); },
+               {"U+007A 'z'", "byte offset 2", "not in the vocabulary"});
   expect_error([&] { tok.Decode({0, 3}); }, {"[0, 3)", "got 3", "position 1"});
   expect_error([&] { tok.Decode({-1}); }, {"got -1"});
   expect_error([] { CharTokenizer::FromText(""); }, {"non-empty"});

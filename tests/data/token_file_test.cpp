@@ -18,7 +18,8 @@ using testing::TempDir;
 TEST(TokenFileTest, PrepareAndLoadRoundTrip) {
   TempDir dir;
   std::string text;
-  for (int i = 0; i < 20; ++i) text += "To be, or not to be: caf\xC3\xA9 \xF0\x9F\x98\x80\n";  // 28 chars each
+  for (int i = 0; i < 20; ++i)
+    text += "To be, or not to be: caf\xC3\xA9 \xF0\x9F\x98\x80\n";  // 28 chars each
   const DatasetInfo info = prepare_char_dataset(text, dir / "ds");
   EXPECT_EQ(info.dir, dir / "ds");
   EXPECT_EQ(info.train_tokens, 504);  // floor(560 * 0.9)

@@ -52,7 +52,8 @@ TEST(AtomicFileTest, ReplaceDirectoryCreatesAndReplaces) {
     EXPECT_NE(tmp, ckpt);
     write_bytes(tmp + "/c", "3");
   });
-  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"c"}));  // old files are gone with the old folder
+  EXPECT_EQ(listing(ckpt),
+            (std::vector<std::string>{"c"}));  // old files are gone with the old folder
   EXPECT_EQ(read_bytes(ckpt + "/c"), "3");
   EXPECT_EQ(listing(dir.str()), (std::vector<std::string>{"ckpt"}));
 }
@@ -60,7 +61,8 @@ TEST(AtomicFileTest, ReplaceDirectoryCreatesAndReplaces) {
 TEST(AtomicFileTest, ExceptionInsideWriteLeavesOldDirectoryIntact) {
   TempDir dir;
   const std::string ckpt = dir / "ckpt";
-  replace_directory_atomically(ckpt, [](const std::string& tmp) { write_bytes(tmp + "/model", "good"); });
+  replace_directory_atomically(ckpt,
+                               [](const std::string& tmp) { write_bytes(tmp + "/model", "good"); });
   EXPECT_THROW(replace_directory_atomically(ckpt,
                                             [](const std::string& tmp) {
                                               write_bytes(tmp + "/model", "half");

@@ -40,10 +40,10 @@ TEST_P(SafetensorsTest, RoundTripKeepsNamesOrderValuesAndMetadata) {
   const Tensor scalar = Tensor::Scalar(2.5f, on_device);
   const Tensor empty = Tensor::Zeros({0, 5}, on_device);
   const Tensor strided = w.Transpose(0, 1);  // (4, 3), not contiguous
-  save_safetensors(dir / "m.safetensors",
-                   {{"z.weight", w}, {"a.ids", ids}, {"scalar", scalar}, {"empty", empty},
-                    {"t", strided}},
-                   {{"step", "42"}, {"format", "pt"}});
+  save_safetensors(
+      dir / "m.safetensors",
+      {{"z.weight", w}, {"a.ids", ids}, {"scalar", scalar}, {"empty", empty}, {"t", strided}},
+      {{"step", "42"}, {"format", "pt"}});
 
   std::map<std::string, std::string> meta;
   const NamedTensors back = load_safetensors(dir / "m.safetensors", &meta);
@@ -109,7 +109,8 @@ TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
   };
   const std::string four_floats(16, '\0');
   expect_bad("short", {"too short"});
-  expect_bad(length_prefix(1ull << 62) + "{}", {"header length 4611686018427387904", "past the end"});
+  expect_bad(length_prefix(1ull << 62) + "{}",
+             {"header length 4611686018427387904", "past the end"});
   expect_bad(length_prefix(1) + "{}", {"not valid JSON"});  // "{" then one byte of data
   expect_bad(make_file("{\"a\": ", ""), {"not valid JSON"});
   expect_bad(make_file("[1, 2]", ""), {"does not start with '{'"});
@@ -121,7 +122,8 @@ TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", "12345678"),
              {"tensor 'a'", "beyond the data section (8 bytes)"});
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", four_floats),
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                       four_floats),
              {"tensor 'b'", "overlap"});
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", four_floats),
              {"gap of 8 bytes"});
@@ -132,7 +134,9 @@ TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[2]}})", four_floats), {"data_offsets"});
   expect_bad(make_file(R"({"__metadata__":{"k":1}})", ""), {"metadata \"k\" must be a string"});
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
-                       R"("data_offsets":[0,8]}})", four_floats), {"implausibly large"});
+                       R"("data_offsets":[0,8]}})",
+                       four_floats),
+             {"implausibly large"});
   expect_error([&] { load_safetensors(dir / "missing"); }, {dir / "missing", "cannot read"});
 }
 

@@ -33,8 +33,8 @@
 
 namespace zero::data {
 
-BatchSampler::BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t block,
-                           uint64_t seed, Device device)
+BatchSampler::BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t block, uint64_t seed,
+                           Device device)
     : tokens_(std::move(tokens)), batch_(batch), block_(block), seed_(seed), device_(device) {
   const auto n = static_cast<int64_t>(tokens_.size());
   ZERO_CHECK(batch_ >= 1, "expected a batch size of at least 1, got ", batch_);
@@ -45,7 +45,8 @@ BatchSampler::BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t b
   ZERO_CHECK(n <= static_cast<int64_t>(UINT32_MAX), "expected at most 2^32-1 tokens, got ", n);
   if (device_.is_cuda()) {
     const size_t bytes = 2 * static_cast<size_t>(batch_ * block_) * sizeof(int32_t);
-    for (auto& slot : staging_) slot = std::make_unique<detail::PinnedStaging>(bytes, device_.index());
+    for (auto& slot : staging_)
+      slot = std::make_unique<detail::PinnedStaging>(bytes, device_.index());
   }
 }
 
@@ -78,7 +79,8 @@ BatchSampler::Staged BatchSampler::Stage(uint64_t position) {
   FillWindows(position, host, host + count);
 
   const TensorOption opt = TensorOption().WithDtype(DataType::I32).OnDevice(device_);
-  Staged staged{position, Tensor::Empty({batch_, block_}, opt), Tensor::Empty({batch_, block_}, opt)};
+  Staged staged{position, Tensor::Empty({batch_, block_}, opt),
+                Tensor::Empty({batch_, block_}, opt)};
   const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
   slot.CopyToDeviceAsync(0, staged.x.data(), bytes);
   slot.CopyToDeviceAsync(bytes, staged.y.data(), bytes);

@@ -19,7 +19,7 @@
 namespace zero::data {
 
 namespace detail {
-class PinnedStaging;
+class PinnedStaging;  // zero/data/cuda/pinned.h
 }
 
 /// Draws seeded random batches (x, y) of token windows on a device.
@@ -30,6 +30,7 @@ class BatchSampler {
   /// below `tokens.size() - 1` (too few distinct windows), naming both numbers.
   BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t block, uint64_t seed,
                Device device);
+  /// Waits for in-flight copies from its staging buffers, then frees them.
   ~BatchSampler();
   /// Move-only (it owns pinned staging memory on CUDA).
   BatchSampler(BatchSampler&& other) noexcept;
@@ -60,9 +61,9 @@ class BatchSampler {
   Device device() const { return device_; }
 
  private:
-  struct Staged {       // a batch whose copy to the GPU has been issued
+  struct Staged {  // a batch whose copy to the GPU has been issued
     uint64_t position = 0;
-    Tensor x, y;        // (B, T) each
+    Tensor x, y;  // (B, T) each
   };
   void FillWindows(uint64_t position, int32_t* x, int32_t* y) const;
   Staged Stage(uint64_t position);

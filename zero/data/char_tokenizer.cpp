@@ -55,8 +55,8 @@ std::vector<int32_t> CharTokenizer::Encode(const std::string& utf8) const {
   for (size_t i = 0; i < chars.size(); ++i) {
     const auto it = ids_.find(chars[i]);
     if (it == ids_.end()) {
-      throw Error(detail::str_cat("character ", describe(chars[i]), " at byte offset ",
-                                  byte_offset, " is not in the vocabulary (", chars_.size(),
+      throw Error(detail::str_cat("character ", describe(chars[i]), " at byte offset ", byte_offset,
+                                  " is not in the vocabulary (", chars_.size(),
                                   " characters); build the tokenizer from a text containing it"));
     }
     ids[i] = it->second;
@@ -105,18 +105,20 @@ CharTokenizer CharTokenizer::Load(const std::string& path) {
   ZERO_CHECK(doc.is_object() && doc.value("format", "") == kFormat, "vocabulary file '", path,
              "': expected an object with \"format\": \"", kFormat, "\"");
   ZERO_CHECK(doc.contains("version") && doc["version"] == kVersion, "vocabulary file '", path,
-             "': expected version ", kVersion, ", got ", doc.value("version", nlohmann::json()).dump());
+             "': expected version ", kVersion, ", got ",
+             doc.value("version", nlohmann::json()).dump());
   ZERO_CHECK(doc.contains("chars") && doc["chars"].is_array(), "vocabulary file '", path,
              "': expected a \"chars\" array");
   std::vector<char32_t> chars;
   for (const auto& entry : doc["chars"]) {
-    ZERO_CHECK(entry.is_string(), "vocabulary file '", path, "': expected strings in \"chars\", got ",
-               entry.dump());
+    ZERO_CHECK(entry.is_string(), "vocabulary file '", path,
+               "': expected strings in \"chars\", got ", entry.dump());
     std::vector<char32_t> cps;
     try {
       cps = decode_utf8(entry.get<std::string>());
     } catch (const Error& e) {
-      throw Error(detail::str_cat("vocabulary file '", path, "': entry ", chars.size(), ": ", e.what()));
+      throw Error(
+          detail::str_cat("vocabulary file '", path, "': entry ", chars.size(), ": ", e.what()));
     }
     ZERO_CHECK(cps.size() == 1, "vocabulary file '", path, "': entry ", chars.size(),
                " should be exactly one character, got ", cps.size());

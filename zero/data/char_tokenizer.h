@@ -46,8 +46,8 @@ class CharTokenizer {
   static CharTokenizer Load(const std::string& path);
 
  private:
-  std::vector<char32_t> chars_;                    // id -> code point, increasing
-  std::unordered_map<char32_t, int32_t> ids_;      // code point -> id
+  std::vector<char32_t> chars_;                // id -> code point, increasing
+  std::unordered_map<char32_t, int32_t> ids_;  // code point -> id
 };
 
 }  // namespace zero::data

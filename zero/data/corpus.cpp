@@ -25,7 +25,8 @@ const std::string& default_corpus() {
 }
 
 std::vector<std::string> default_corpus_files() {
-  return std::vector<std::string>(detail::kCorpusFiles, detail::kCorpusFiles + detail::kCorpusFileCount);
+  return std::vector<std::string>(detail::kCorpusFiles,
+                                  detail::kCorpusFiles + detail::kCorpusFileCount);
 }
 
 }  // namespace zero::data

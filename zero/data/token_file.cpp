@@ -57,10 +57,11 @@ DatasetInfo prepare_char_dataset(const std::string& text, const std::string& out
              " distinct characters (uint16 token files), got ", tok.vocab_size());
   const std::vector<int32_t> ids = tok.Encode(text);
   const auto n = static_cast<int64_t>(ids.size());
-  const auto n_train = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - val_fraction)));
+  const auto n_train =
+      static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - val_fraction)));
   ZERO_CHECK(n_train >= 1 && n_train < n, "expected a text long enough for both splits, got ", n,
-             " characters with val_fraction ", val_fraction, " (", n_train, " train, ",
-             n - n_train, " val)");
+             " characters with val_fraction ", val_fraction, " (", n_train, " train, ", n - n_train,
+             " val)");
 
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -93,8 +94,8 @@ DatasetInfo read_dataset_info(const std::string& dir) {
   }
   ZERO_CHECK(meta.is_object() && meta.value("format", "") == kFormat &&
                  meta.value("version", 0) == kVersion,
-             "dataset file '", path, "': expected \"format\": \"", kFormat, "\" and \"version\": ",
-             kVersion);
+             "dataset file '", path, "': expected \"format\": \"", kFormat,
+             "\" and \"version\": ", kVersion);
   DatasetInfo info{dir, 0, 0, 0};
   try {
     info.vocab_size = meta.at("vocab_size").get<int64_t>();
@@ -118,7 +119,8 @@ std::vector<int32_t> load_tokens(const std::string& bin_path, int64_t vocab_size
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = b[2 * i] | (b[2 * i + 1] << 8);
     ZERO_CHECK(id < vocab_size, "token file '", bin_path, "': token ", id, " at position ", i,
-               " is not below vocab_size ", vocab_size, " (was it prepared with another vocabulary?)");
+               " is not below vocab_size ", vocab_size,
+               " (was it prepared with another vocabulary?)");
     ids[i] = id;
   }
   return ids;

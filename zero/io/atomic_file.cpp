@@ -161,15 +161,15 @@ void replace_directory_atomically(const std::string& final_dir,
   const bool had_old = fs::exists(final_path, ec);
   if (had_old) rename_or_throw(final_path, backup);  // (A)
   std::error_code rename_ec;
-  fs::rename(tmp, final_path, rename_ec);            // (B)
+  fs::rename(tmp, final_path, rename_ec);  // (B)
   if (rename_ec) {  // put the old version back rather than leave the middle state
     if (had_old) fs::rename(backup, final_path, ec);
     fs::remove_all(tmp, ec);
-    ZERO_CHECK(false, "cannot rename '", tmp, "' to '", final_path.string(), "': ",
-               rename_ec.message());
+    ZERO_CHECK(false, "cannot rename '", tmp, "' to '", final_path.string(),
+               "': ", rename_ec.message());
   }
   fsync_path(parent.string(), true);
-  if (had_old) fs::remove_all(backup, ec);           // (C); a failure here is harmless
+  if (had_old) fs::remove_all(backup, ec);  // (C); a failure here is harmless
 }
 
 }  // namespace zero::io

@@ -38,7 +38,8 @@ struct Entry {  // one tensor of the header, validated
 }
 
 // Reads `bytes` at `offset` into `dst`; a short read means the file changed under us.
-void read_at(std::ifstream& in, const std::string& path, uint64_t offset, void* dst, uint64_t bytes) {
+void read_at(std::ifstream& in, const std::string& path, uint64_t offset, void* dst,
+             uint64_t bytes) {
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(static_cast<char*>(dst), static_cast<std::streamsize>(bytes));
   if (!in) fail(path, detail::str_cat("cannot read ", bytes, " bytes at offset ", offset));
@@ -60,7 +61,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (!j.contains("shape") || !j["shape"].is_array()) fail(path, where + ": no \"shape\" array");
   uint64_t numel = 1;
   for (const auto& d : j["shape"]) {
-    if (!d.is_number_unsigned()) fail(path, where + ": shape entries must be non-negative integers, got " + d.dump());
+    if (!d.is_number_unsigned())
+      fail(path, where + ": shape entries must be non-negative integers, got " + d.dump());
     const uint64_t size = d.get<uint64_t>();
     if (size > (1ull << 40) || (size != 0 && numel > (1ull << 40) / size)) {
       fail(path, where + ": shape " + j["shape"].dump() + " is implausibly large");
@@ -75,11 +77,12 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   }
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
-  if (e.end < e.begin) fail(path, where + ": data_offsets " + offsets.dump() + " end before they begin");
+  if (e.end < e.begin)
+    fail(path, where + ": data_offsets " + offsets.dump() + " end before they begin");
   if (e.end - e.begin != numel * 4) {
-    fail(path, detail::str_cat(where, ": shape ", j["shape"].dump(), " of ", dtype, " needs ",
-                               numel * 4, " bytes, but data_offsets ", offsets.dump(), " span ",
-                               e.end - e.begin));
+    fail(path,
+         detail::str_cat(where, ": shape ", j["shape"].dump(), " of ", dtype, " needs ", numel * 4,
+                         " bytes, but data_offsets ", offsets.dump(), " span ", e.end - e.begin));
   }
   return e;
 }
@@ -94,10 +97,11 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   std::set<std::string> names;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    ZERO_CHECK(!name.empty() && name != kMetadataKey, "expected tensor names that are non-empty and not \"",
-               kMetadataKey, "\", got \"", name, "\" for '", path, "'");
-    ZERO_CHECK(names.insert(name).second, "tensor name \"", name, "\" appears twice in what is saved to '",
-               path, "'");
+    ZERO_CHECK(!name.empty() && name != kMetadataKey,
+               "expected tensor names that are non-empty and not \"", kMetadataKey, "\", got \"",
+               name, "\" for '", path, "'");
+    ZERO_CHECK(names.insert(name).second, "tensor name \"", name,
+               "\" appears twice in what is saved to '", path, "'");
     ZERO_CHECK(tensor.defined(), "tensor \"", name, "\" saved to '", path, "' is undefined");
     Tensor t = tensor.Detach().Contiguous().Cpu();
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
@@ -110,7 +114,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // 8-byte alignment of the data section
   unsigned char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(static_cast<uint64_t>(json.size()) >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<unsigned char>(static_cast<uint64_t>(json.size()) >> (8 * i));
 
   AtomicFile file(path);
   file.Write(length, 8);
@@ -121,13 +126,16 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   file.Commit();
 }
 
-NamedTensors load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
+NamedTensors load_safetensors(const std::string& path,
+                              std::map<std::string, std::string>* metadata) {
   std::error_code ec;
   const uint64_t file_size = std::filesystem::file_size(path, ec);
   if (ec) fail(path, "cannot read it: " + ec.message());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open it for reading");
-  if (file_size < 8) fail(path, detail::str_cat("only ", file_size, " bytes, too short for the 8-byte header length"));
+  if (file_size < 8)
+    fail(path,
+         detail::str_cat("only ", file_size, " bytes, too short for the 8-byte header length"));
 
   unsigned char length_bytes[8];
   read_at(in, path, 0, length_bytes, 8);
@@ -137,13 +145,16 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
     fail(path, detail::str_cat("header length ", n, " runs past the end of the file (", file_size,
                                " bytes); the file is truncated or not safetensors"));
   }
-  if (n > kMaxHeaderBytes) fail(path, detail::str_cat("header length ", n, " exceeds the 100 MiB limit"));
+  if (n > kMaxHeaderBytes)
+    fail(path, detail::str_cat("header length ", n, " exceeds the 100 MiB limit"));
   std::string text(n, '\0');
   read_at(in, path, 8, text.data(), n);
-  if (text.empty() || text[0] != '{') fail(path, "the header does not start with '{' (not safetensors?)");
+  if (text.empty() || text[0] != '{')
+    fail(path, "the header does not start with '{' (not safetensors?)");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);  // trailing whitespace (padding) is allowed, anything else not
+    header =
+        nlohmann::json::parse(text);  // trailing whitespace (padding) is allowed, anything else not
   } catch (const nlohmann::json::exception& e) {
     fail(path, std::string("the header is not valid JSON: ") + e.what());
   }
@@ -154,7 +165,8 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
     if (name == kMetadataKey) {
       if (!value.is_object()) fail(path, "\"__metadata__\" must be an object of strings");
       for (const auto& [key, v] : value.items()) {
-        if (!v.is_string()) fail(path, "metadata \"" + key + "\" must be a string, got " + v.dump());
+        if (!v.is_string())
+          fail(path, "metadata \"" + key + "\" must be a string, got " + v.dump());
         if (metadata) (*metadata)[key] = v.get<std::string>();
       }
       continue;
@@ -164,13 +176,15 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
 
   // The tensors must tile the data section exactly, as the reference library requires.
   const uint64_t data_size = file_size - 8 - n;
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
   uint64_t expected = 0;
   for (const Entry& e : entries) {
     if (e.end > data_size) {
       fail(path, detail::str_cat("tensor '", e.name, "' data_offsets [", e.begin, ", ", e.end,
-                                 "] lie beyond the data section (", data_size, " bytes); is the file truncated?"));
+                                 "] lie beyond the data section (", data_size,
+                                 " bytes); is the file truncated?"));
     }
     if (e.begin < expected) {
       fail(path, detail::str_cat("tensor '", e.name, "' data_offsets [", e.begin, ", ", e.end,
@@ -183,8 +197,10 @@ NamedTensors load_safetensors(const std::string& path, std::map<std::string, std
     expected = e.end;
   }
   if (expected != data_size) {
-    fail(path, detail::str_cat(data_size - expected, " bytes of unexpected data after the last tensor (",
-                               "the data section has ", data_size, " bytes, the tensors cover ", expected, ")"));
+    fail(path,
+         detail::str_cat(data_size - expected, " bytes of unexpected data after the last tensor (",
+                         "the data section has ", data_size, " bytes, the tensors cover ", expected,
+                         ")"));
   }
 
   NamedTensors out;

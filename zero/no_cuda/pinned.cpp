@@ -1,8 +1,9 @@
 // PinnedStaging in a build without CUDA (see zero/data/cuda/pinned.h): there is no GPU
 // to copy to, so making one throws the same "built without CUDA" error as every other
 // way into the GPU. BatchSampler only makes them for a CUDA device.
-#include "zero/core/error.h"
 #include "zero/data/cuda/pinned.h"
+
+#include "zero/core/error.h"
 
 namespace zero::data::detail {
 
@@ -17,7 +18,9 @@ void PinnedStaging::CopyToDeviceAsync(size_t, void*, size_t) {
   ZERO_ASSERT(false, "PinnedStaging used in a build without CUDA");
 }
 
-void PinnedStaging::RecordCopies() { ZERO_ASSERT(false, "PinnedStaging used in a build without CUDA"); }
+void PinnedStaging::RecordCopies() {
+  ZERO_ASSERT(false, "PinnedStaging used in a build without CUDA");
+}
 
 void PinnedStaging::WaitForCopies() {}
 
