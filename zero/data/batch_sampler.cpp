@@ -16,22 +16,29 @@
 //      so reusing caching-allocator blocks stays safe (a block freed by a kernel is
 //      rewritten only after that kernel). The copy does not overlap a kernel, but it
 //      takes microseconds; what it must not do is stall the host, and it doesn't.
-//   4. Two staging buffers alternate. Before the host overwrites one, it waits on the
-//      event recorded after that buffer's last copy, issued two calls ago; by then the
-//      copy has normally long finished, so the wait costs nothing.
+//   4. Two staging slots (pinned x and y buffers each) alternate. Before the host
+//      overwrites one, it waits on the event recorded after that slot's last copies,
+//      issued two calls ago; by then they have normally long finished: the wait is free.
 //   5. `SetPosition` drops a prefetched batch that no longer matches; the next `Next()`
 //      stages its batch on the spot. x and y are fresh tensors on every call, so a batch
 //      the caller still holds is never overwritten.
 // On the CPU none of this applies: `Next()` gathers straight into new CPU tensors.
+// The pinned buffers, events and copy_async are zero/cuda/stream.h's.
 #include "zero/data/batch_sampler.h"
 
 #include <cstring>
 
 #include "zero/core/error.h"
 #include "zero/core/philox.h"
-#include "zero/data/cuda/pinned.h"
+#include "zero/cuda/stream.h"
 
 namespace zero::data {
+
+// One staging slot: where a batch is gathered on the host before its copy to the GPU.
+struct BatchSampler::StagingSlot {
+  cuda::PinnedBuffer x, y;  // (B, T) int32 each
+  cuda::Event copied;       // recorded after the copies out of x and y
+};
 
 BatchSampler::BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t block, uint64_t seed,
                            Device device)
@@ -44,13 +51,26 @@ BatchSampler::BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t b
              "tokens and there must be more than one window; use a smaller --block or more data");
   ZERO_CHECK(n <= static_cast<int64_t>(UINT32_MAX), "expected at most 2^32-1 tokens, got ", n);
   if (device_.is_cuda()) {
-    const size_t bytes = 2 * static_cast<size_t>(batch_ * block_) * sizeof(int32_t);
-    for (auto& slot : staging_)
-      slot = std::make_unique<detail::PinnedStaging>(bytes, device_.index());
+    const size_t bytes = static_cast<size_t>(batch_ * block_) * sizeof(int32_t);
+    for (auto& slot : staging_) {
+      slot.reset(new StagingSlot{cuda::PinnedBuffer(bytes), cuda::PinnedBuffer(bytes),
+                                 cuda::Event::Create(device_.index())});
+    }
   }
 }
 
-BatchSampler::~BatchSampler() = default;
+BatchSampler::~BatchSampler() {
+  // A copy may still be reading a pinned buffer; it must finish before the buffer is
+  // freed. Errors cannot be thrown from here; a failed wait resurfaces at the next call.
+  for (auto& slot : staging_) {
+    if (!slot) continue;
+    try {
+      slot->copied.Synchronize();
+    } catch (const Error&) {
+    }
+  }
+}
+
 BatchSampler::BatchSampler(BatchSampler&& other) noexcept = default;
 BatchSampler& BatchSampler::operator=(BatchSampler&& other) noexcept = default;
 
@@ -71,20 +91,18 @@ void BatchSampler::FillWindows(uint64_t position, int32_t* x, int32_t* y) const 
 }
 
 BatchSampler::Staged BatchSampler::Stage(uint64_t position) {
-  detail::PinnedStaging& slot = *staging_[next_slot_];
+  StagingSlot& slot = *staging_[next_slot_];
   next_slot_ ^= 1;
-  slot.WaitForCopies();  // its previous copies must have read the buffer before we rewrite it
-  const int64_t count = batch_ * block_;
-  auto* host = static_cast<int32_t*>(slot.data());
-  FillWindows(position, host, host + count);
+  slot.copied.Synchronize();  // its previous copies must have read the buffers we rewrite
+  FillWindows(position, slot.x.data_ptr<int32_t>(), slot.y.data_ptr<int32_t>());
 
   const TensorOption opt = TensorOption().WithDtype(DataType::I32).OnDevice(device_);
-  Staged staged{position, Tensor::Empty({batch_, block_}, opt),
-                Tensor::Empty({batch_, block_}, opt)};
-  const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
-  slot.CopyToDeviceAsync(0, staged.x.data(), bytes);
-  slot.CopyToDeviceAsync(bytes, staged.y.data(), bytes);
-  slot.RecordCopies();
+  Staged staged{position, Tensor::Empty({batch_, block_}, opt),  // (B, T)
+                Tensor::Empty({batch_, block_}, opt)};           // (B, T)
+  const cuda::Stream stream = cuda::Stream::Default(device_.index());
+  cuda::copy_async(slot.x, staged.x, stream);
+  cuda::copy_async(slot.y, staged.y, stream);
+  slot.copied.Record(stream);
   return staged;
 }
 

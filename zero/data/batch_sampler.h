@@ -18,10 +18,6 @@
 
 namespace zero::data {
 
-namespace detail {
-class PinnedStaging;  // zero/data/cuda/pinned.h
-}
-
 /// Draws seeded random batches (x, y) of token windows on a device.
 class BatchSampler {
  public:
@@ -30,7 +26,7 @@ class BatchSampler {
   /// below `tokens.size() - 1` (too few distinct windows), naming both numbers.
   BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t block, uint64_t seed,
                Device device);
-  /// Waits for in-flight copies from its staging buffers, then frees them.
+  /// Waits for copies still reading its pinned staging buffers, then frees them.
   ~BatchSampler();
   /// Move-only (it owns pinned staging memory on CUDA).
   BatchSampler(BatchSampler&& other) noexcept;
@@ -72,7 +68,8 @@ class BatchSampler {
   int64_t batch_ = 0, block_ = 0;
   uint64_t seed_ = 0, position_ = 0;
   Device device_;
-  std::unique_ptr<detail::PinnedStaging> staging_[2];  // CUDA only: alternating buffers
+  struct StagingSlot;                        // pinned x and y buffers + an event
+  std::unique_ptr<StagingSlot> staging_[2];  // CUDA only: alternating slots
   int next_slot_ = 0;
   Staged pending_;  // CUDA only: the prefetched batch (x undefined when there is none)
 };
