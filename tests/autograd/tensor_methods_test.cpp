@@ -10,24 +10,12 @@
 namespace zero {
 namespace {
 
+using testing::error_message;
+using testing::contains;
+
 using testing::check_gradients;
 using testing::expect_close;
 using testing::randn_leaf;
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class TensorMethodsTest : public testing::DeviceTest {
  protected:

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tests/support/test_support.h"
 #include "zero/core/error.h"
 #include "zero/core/tensor.h"
 #include "zero/core/tensor_context.h"
@@ -14,9 +15,7 @@
 namespace zero {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // Hands out fake, never-dereferenced addresses from a fixed capacity and counts calls.
 class FakeRaw : public RawAllocator {
@@ -228,7 +227,6 @@ TEST(TensorContextTest, DefaultCpuContextBacksTensorBuffers) {
   }
   EXPECT_EQ(ctx.Stats().live_bytes, before);
 }
-
 
 // Note [Blocks and streams]: a block is reused only by requests for the stream it was
 // allocated for, so a block freed by one stream's user never reaches another stream.
