@@ -70,7 +70,11 @@ std::string format_log_line(const StepMetrics& m, int64_t max_steps) {
     std::snprintf(buf, sizeof(buf), " | mfu %.1f%%", *m.mfu * 100);
     line += buf;
   }
-  std::snprintf(buf, sizeof(buf), " | mem %.2f GiB", m.mem_gib);
+  if (m.mem_gib < 1) {
+    std::snprintf(buf, sizeof(buf), " | mem %.0f MiB", m.mem_gib * 1024);
+  } else {
+    std::snprintf(buf, sizeof(buf), " | mem %.2f GiB", m.mem_gib);
+  }
   return line + buf;
 }
 

@@ -38,7 +38,7 @@ StepMetrics from_json_line(const std::string& line);
 
 /// The console line of a record, e.g.
 /// `step 100/5000 | loss 2.1234 | lr 1.00e-03 | 45.2 ms | 362k tok/s | mfu 12.3% | mem 1.2 GiB`
-/// (the mfu part only when known; a val_loss is not part of it).
+/// (the mfu part only when known, memory in MiB below 1 GiB; a val_loss is not part of it).
 std::string format_log_line(const StepMetrics& m, int64_t max_steps);
 
 /// A rate in a few characters: 950, 3.1k, 362k, 1.25M.
