@@ -45,6 +45,19 @@ TEST(SamplingTest, TopKOneAndZeroTemperatureAreArgmax) {
   EXPECT_EQ(sample_next(logits, 1e-5f, 10, gen).ToVector<int32_t>(), want);
 }
 
+TEST(SamplingTest, TopKAndTemperatureShapeTheDistribution) {
+  // softmax(log p) = p for p = 0.1, 0.2, 0.3, 0.4.
+  const std::vector<float> l = {std::log(0.1f), std::log(0.2f), std::log(0.3f), std::log(0.4f)};
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 0, 0.09f), 0);   // cumulative 0.1, 0.3, 0.6, 1
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 0, 0.31f), 2);
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 2, 0.42f), 2);   // k = 2: 3/7, 4/7
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 2, 0.43f), 3);
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 3, 0.21f), 1);   // k = 3: 2/9, 3/9, 4/9
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 3, 0.23f), 2);
+  EXPECT_EQ(sample_token(l.data(), 4, 2.0f, 0, 0.17f), 1);   // T = 2: sqrt(p), normalised
+  EXPECT_EQ(sample_token(l.data(), 4, 2.0f, 0, 0.16f), 0);
+}
+
 TEST(SamplingTest, DrawsFromTheGeneratorAndFollowsTheSoftmax) {
   const Tensor logits = random_logits(1, 8, 11).Expand({4000, 8}).Contiguous();
   Generator gen(7);
