@@ -66,9 +66,10 @@ class Tensor {
   /// Copies `values` (row-major) into a new tensor of `sizes`; counts must match.
   static Tensor From(const std::vector<float>& values, const Shape& sizes,
                      const TensorOption& opt = {});
-  /// Copies integer `values` into a new I32 tensor (`opt.dtype` is ignored).
-  static Tensor From(const std::vector<int32_t>& values, const Shape& sizes,
-                     const TensorOption& opt = {});
+  /// Copies integer `values` into a new I32 tensor (`opt.dtype` is ignored). A separate
+  /// name because `From({1, 2}, ...)` would otherwise be ambiguous.
+  static Tensor FromI32(const std::vector<int32_t>& values, const Shape& sizes,
+                        const TensorOption& opt = {});
   /// A 0-d F32 tensor holding `value`.
   static Tensor Scalar(float value, const TensorOption& opt = {});
   /// @}

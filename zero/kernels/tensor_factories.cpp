@@ -1,0 +1,155 @@
+// Tensor's factories and host access: the Tensor methods that need kernels
+// (fill, random numbers, copies). See Note [Where Tensor's methods are defined].
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+
+Tensor Tensor::Zeros(const Shape& sizes, const TensorOption& opt) { return Full(sizes, 0.0f, opt); }
+
+Tensor Tensor::Ones(const Shape& sizes, const TensorOption& opt) { return Full(sizes, 1.0f, opt); }
+
+Tensor Tensor::Full(const Shape& sizes, float value, const TensorOption& opt) {
+  Tensor t = Empty(sizes, opt.WithRequiresGrad(false));
+  ops::fill(t, value);
+  return opt.requires_grad ? t.SetRequiresGrad(true) : t;
+}
+
+Tensor Tensor::Rand(const Shape& sizes, const TensorOption& opt, Generator* gen) {
+  ZERO_CHECK(opt.dtype == DataType::F32, "Rand makes f32 tensors, got dtype ", to_string(opt.dtype));
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = Empty(sizes, opt.WithRequiresGrad(false));
+  const uint64_t offset = g.Reserve(t.numel());
+  ops::rand_uniform(t, g.seed(), offset);
+  return opt.requires_grad ? t.SetRequiresGrad(true) : t;
+}
+
+Tensor Tensor::Randn(const Shape& sizes, const TensorOption& opt, Generator* gen) {
+  ZERO_CHECK(opt.dtype == DataType::F32, "Randn makes f32 tensors, got dtype ", to_string(opt.dtype));
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = Empty(sizes, opt.WithRequiresGrad(false));
+  // Normal i uses stream words 2i and 2i+1, so start on an even word.
+  const uint64_t first = g.Reserve(2 * t.numel() + (g.offset() & 1));
+  ops::rand_normal(t, g.seed(), (first + 1) / 2);
+  return opt.requires_grad ? t.SetRequiresGrad(true) : t;
+}
+
+Tensor Tensor::Arange(int64_t start, int64_t end, int64_t step, const TensorOption& opt) {
+  ZERO_CHECK(step != 0, "Arange: step must not be 0");
+  const int64_t n = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+  Tensor t = Empty({std::max<int64_t>(n, 0)}, opt.WithRequiresGrad(false));
+  ops::arange(t, static_cast<double>(start), static_cast<double>(step));
+  return opt.requires_grad ? t.SetRequiresGrad(true) : t;
+}
+
+namespace {
+
+template <typename T>
+Tensor from_values(const std::vector<T>& values, const Shape& sizes, TensorOption opt) {
+  opt.dtype = dtype_of<T>();
+  ZERO_CHECK(static_cast<int64_t>(values.size()) == shape_numel(sizes), "From: ", values.size(),
+             " values cannot fill shape ", shape_to_string(sizes), " (", shape_numel(sizes),
+             " elements)");
+  Tensor host = Tensor::Empty(sizes, TensorOption().WithDtype(opt.dtype));
+  std::copy(values.begin(), values.end(), static_cast<T*>(host.data()));
+  Tensor t = host;
+  if (!opt.device.is_cpu()) {
+    t = Tensor::Empty(sizes, opt.WithRequiresGrad(false));
+    ops::copy(host, t);
+  }
+  return opt.requires_grad ? t.SetRequiresGrad(true) : t;
+}
+
+}  // namespace
+
+Tensor Tensor::From(const std::vector<float>& values, const Shape& sizes, const TensorOption& opt) {
+  return from_values(values, sizes, opt);
+}
+
+Tensor Tensor::FromI32(const std::vector<int32_t>& values, const Shape& sizes,
+                       const TensorOption& opt) {
+  return from_values(values, sizes, opt);
+}
+
+Tensor Tensor::Scalar(float value, const TensorOption& opt) { return Full({}, value, opt); }
+
+// ---------------------------------------------------------------- host access
+
+template <typename T>
+std::vector<T> Tensor::ToVector() const {
+  ZERO_CHECK(dtype() == dtype_of<T>(), "ToVector: expected element type ",
+             to_string(dtype_of<T>()), " to match the tensor's dtype ", to_string(dtype()));
+  std::vector<T> values(numel());
+  if (values.empty()) return values;
+  Tensor host = Tensor::Empty(sizes(), TensorOption().WithDtype(dtype()));
+  ops::copy(*this, host);  // gathers any layout, and brings GPU data to the host
+  std::copy_n(static_cast<const T*>(host.data()), values.size(), values.begin());
+  return values;
+}
+template std::vector<float> Tensor::ToVector<float>() const;
+template std::vector<int32_t> Tensor::ToVector<int32_t>() const;
+
+float Tensor::Item() const {
+  ZERO_CHECK(numel() == 1, "Item() needs a one-element tensor, got shape ",
+             shape_to_string(sizes()));
+  if (dtype() == DataType::I32) return static_cast<float>(ToVector<int32_t>()[0]);
+  return ToVector<float>()[0];
+}
+
+namespace {
+
+// Writes nested brackets for dimension `d` of a row-major value list.
+template <typename T>
+void print_nested(std::ostream& os, const std::vector<T>& v, const Shape& sizes, size_t d,
+                  int64_t& pos) {
+  if (d == sizes.size()) {
+    os << v[pos++];
+    return;
+  }
+  os << "[";
+  for (int64_t i = 0; i < sizes[d]; ++i) {
+    if (i) os << ", ";
+    print_nested(os, v, sizes, d + 1, pos);
+  }
+  os << "]";
+}
+
+template <typename T>
+void print_values(std::ostream& os, const Tensor& t, int64_t max_values) {
+  const std::vector<T> v = t.ToVector<T>();
+  if (static_cast<int64_t>(v.size()) <= max_values) {
+    int64_t pos = 0;
+    print_nested(os, v, t.sizes(), 0, pos);
+    return;
+  }
+  const int64_t half = max_values / 2;
+  os << "[";
+  for (int64_t i = 0; i < half; ++i) os << v[i] << ", ";
+  os << "...";
+  for (int64_t i = static_cast<int64_t>(v.size()) - half; i < static_cast<int64_t>(v.size()); ++i) {
+    os << ", " << v[i];
+  }
+  os << "] (flattened)";
+}
+
+}  // namespace
+
+std::string Tensor::ToString(int64_t max_values) const {
+  if (!defined()) return "Tensor(undefined)";
+  std::ostringstream os;
+  os << std::setprecision(6);
+  os << "Tensor(shape=" << shape_to_string(sizes()) << ", dtype=" << to_string(dtype())
+     << ", device=" << device() << (requires_grad() ? ", requires_grad" : "") << ", values=";
+  if (dtype() == DataType::F32) {
+    print_values<float>(os, *this, max_values);
+  } else {
+    print_values<int32_t>(os, *this, max_values);
+  }
+  os << ")";
+  return os.str();
+}
+
+}  // namespace zero
