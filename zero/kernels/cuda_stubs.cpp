@@ -1,30 +1,23 @@
-// Placeholders for the CUDA kernels that do not exist yet (they arrive with the
-// CUDA backend, kernel family by kernel family, each replacing its lines here).
-// In a CPU-only build nothing reaches them: no CUDA tensor can be made.
+// Definitions for the *_cuda kernels (cuda/cuda_ops.h) that are not compiled:
+//  - in every build, the kernel families not yet written for CUDA; each moves to
+//    a .cu file under kernels/cuda/ as it lands;
+//  - in a CPU-only build, also the ones that exist as .cu files.
+// Nothing reaches them in a CPU-only build (no CUDA tensor can be made there);
+// in a CUDA build they name the op that still lacks a GPU kernel.
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
 namespace {
 
 [[noreturn]] void no_cuda_kernel(const char* op) {
-  ZERO_CHECK(false, op, " has no CUDA kernel yet",
-             cuda_built() ? "" : " (and Zero was built without CUDA)");
+  ZERO_CHECK(false, op, cuda_built() ? " has no CUDA kernel yet" : ": Zero was built without CUDA");
   __builtin_unreachable();
 }
 
 }  // namespace
 
-void binary_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("binary"); }
-void binary_scalar_cuda(BinaryOp op, const Tensor& a, float s, const Tensor& out, bool scalar_first) { no_cuda_kernel("binary_scalar"); }
-void unary_cuda(UnaryOp op, const Tensor& x, const Tensor& out) { no_cuda_kernel("unary"); }
-void unary_backward_cuda(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) { no_cuda_kernel("unary_backward"); }
-void fill_cuda(const Tensor& out, float value) { no_cuda_kernel("fill"); }
-void arange_cuda(const Tensor& out, double start, double step) { no_cuda_kernel("arange"); }
-void rand_uniform_cuda(const Tensor& out, uint64_t seed, uint64_t offset) { no_cuda_kernel("rand_uniform"); }
-void rand_normal_cuda(const Tensor& out, uint64_t seed, uint64_t offset) { no_cuda_kernel("rand_normal"); }
-void copy_cuda(const Tensor& src, const Tensor& dst) { no_cuda_kernel("copy"); }
-void sum_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("sum"); }
-void sum_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("sum_all"); }
+// ---------------------------------------------------------------- not written yet
+
 void mean_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("mean"); }
 void mean_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("mean_all"); }
 void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) { no_cuda_kernel("max"); }
@@ -45,5 +38,20 @@ void dropout_backward_cuda(const Tensor& grad_y, float p, uint64_t seed, uint64_
 void masked_fill_cuda(const Tensor& x, const Tensor& mask, float value, const Tensor& out) { no_cuda_kernel("masked_fill"); }
 void concat_cuda(const std::vector<Tensor>& inputs, int dim, const Tensor& out) { no_cuda_kernel("concat"); }
 void adamw_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWParams& hp) { no_cuda_kernel("adamw_update"); }
+
+#if !defined(ZERO_HAS_CUDA)
+// ---------------------------------------------------------------- CPU-only build
+void binary_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("binary"); }
+void binary_scalar_cuda(BinaryOp op, const Tensor& a, float s, const Tensor& out, bool scalar_first) { no_cuda_kernel("binary_scalar"); }
+void unary_cuda(UnaryOp op, const Tensor& x, const Tensor& out) { no_cuda_kernel("unary"); }
+void unary_backward_cuda(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) { no_cuda_kernel("unary_backward"); }
+void fill_cuda(const Tensor& out, float value) { no_cuda_kernel("fill"); }
+void arange_cuda(const Tensor& out, double start, double step) { no_cuda_kernel("arange"); }
+void rand_uniform_cuda(const Tensor& out, uint64_t seed, uint64_t offset) { no_cuda_kernel("rand_uniform"); }
+void rand_normal_cuda(const Tensor& out, uint64_t seed, uint64_t offset) { no_cuda_kernel("rand_normal"); }
+void copy_cuda(const Tensor& src, const Tensor& dst) { no_cuda_kernel("copy"); }
+void sum_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("sum"); }
+void sum_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("sum_all"); }
+#endif
 
 }  // namespace zero::ops

@@ -1,0 +1,37 @@
+// Device helpers shared by the .cu files of kernels/cuda/: launch geometry, the
+// stream every kernel is launched on, and vectorised-access tests.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "zero/core/cuda/cuda_check.cuh"
+#include "zero/core/tensor.h"
+
+namespace zero::ops::cuda {
+
+// 256 threads a block: 8 warps, enough to hide latency, small enough for many
+// resident blocks per SM.
+constexpr int kBlock = 256;
+
+// Blocks needed to give each of `n` items one thread (at least 1 block).
+inline unsigned int grid_for(int64_t n, int per_thread = 1) {
+  const int64_t threads = (n + per_thread - 1) / per_thread;
+  return static_cast<unsigned int>((threads + kBlock - 1) / kBlock > 0 ? (threads + kBlock - 1) / kBlock : 1);
+}
+
+// The stream Zero's kernels run on. Everything is ordered on the legacy default
+// stream for now; streams arrive with the asynchronous-execution chapter.
+inline cudaStream_t current_stream() { return 0; }
+
+// Selects the tensor's GPU for the calls that follow.
+inline void set_device(const Tensor& t) { ZERO_CUDA_CHECK(cudaSetDevice(t.device().index())); }
+
+// True when `t` is contiguous and its first element is 16-byte aligned, so it can
+// be read as float4.
+inline bool vec4_ok(const Tensor& t) {
+  return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data()) % 16 == 0;
+}
+
+}  // namespace zero::ops::cuda
