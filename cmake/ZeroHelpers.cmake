@@ -28,10 +28,84 @@ function(zero_add_test)
   # parameterised over devices) get the label `cuda` instead of `unit`, so
   # `ctest -L cuda` runs exactly the GPU half. A test that calls GTEST_SKIP()
   # (a CUDA test on a machine without a GPU) is reported as skipped, not passed.
-  set(_skip "\\[  SKIPPED \\]")
+  # ".  SKIPPED . " matches gtest's "[  SKIPPED ] " with no brackets or backslashes,
+  # which different CMake versions escape differently in the generated files.
+  set(_skip ".  SKIPPED . ")
   list(TRANSFORM ARG_LABELS REPLACE "^unit$" "cuda" OUTPUT_VARIABLE _cuda_labels)
   gtest_discover_tests(${ARG_NAME} TEST_FILTER "-*Cuda*"
     PROPERTIES LABELS "${ARG_LABELS}" SKIP_REGULAR_EXPRESSION "${_skip}" DISCOVERY_TIMEOUT 60)
   gtest_discover_tests(${ARG_NAME} TEST_FILTER "*Cuda*"
     PROPERTIES LABELS "${_cuda_labels};cuda" SKIP_REGULAR_EXPRESSION "${_skip}" DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# ---------------------------------------------------------------- chapters
+
+# zero_add_chapter(NAME 01_cuda_kernels SOURCES main.cpp [CUDA_SOURCES k.cu] [QUICK_ARGS --quick])
+# Makes the program `ch01_cuda_kernels`. CUDA_SOURCES are compiled only when the
+# CUDA backend is built (the program then sees ZERO_CHAPTER_HAS_CUDA=1 and should
+# run its GPU half; otherwise it runs the CPU half and says what it skipped). The
+# chapter's exercise folder (solutions/ or, in a learner build, exercises/) is on
+# the include path. A CTest test `chapter.NAME` (label `chapter`) runs the
+# program with QUICK_ARGS, so a chapter that stops working fails the suite.
+function(zero_add_chapter)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;CUDA_SOURCES;QUICK_ARGS" ${ARGN})
+  set(target ch${ARG_NAME})
+  add_executable(${target} ${ARG_SOURCES})
+  target_link_libraries(${target} PRIVATE zero)
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+    ${ZERO_EXERCISE_ROOT}/${ARG_NAME})
+  if(ZERO_HAS_CUDA AND ARG_CUDA_SOURCES)
+    target_sources(${target} PRIVATE ${ARG_CUDA_SOURCES})
+    target_link_libraries(${target} PRIVATE CUDA::cudart)
+    target_compile_definitions(${target} PRIVATE ZERO_CHAPTER_HAS_CUDA=1)
+    target_compile_features(${target} PRIVATE cuda_std_17)
+  endif()
+  zero_target_warnings(${target})
+  if(ZERO_BUILD_TESTS)
+    add_test(NAME chapter.${ARG_NAME} COMMAND ${target} ${ARG_QUICK_ARGS})
+    set_tests_properties(chapter.${ARG_NAME} PROPERTIES LABELS chapter TIMEOUT 300)
+  endif()
+endfunction()
+
+# ---------------------------------------------------------------- exercises
+
+# zero_add_exercise(CHAPTER 01_cuda_kernels TEST ex01_test.cpp [SOURCES f.cpp] [CUDA_SOURCES k.cu])
+# Builds the exercise test twice: against solutions/CHAPTER (must pass; label exNN)
+# and against the generated stubs in exercises/CHAPTER, where every test must fail
+# (WILL_FAIL; label exNN-stub) so that no exercise test passes vacuously. With
+# -DZERO_EXERCISES=learner only the learner's exercises/ build is made, as plain
+# tests: they fail until the learner completes the TODOs.
+function(zero_add_exercise)
+  cmake_parse_arguments(ARG "" "CHAPTER;TEST" "SOURCES;CUDA_SOURCES" ${ARGN})
+  string(SUBSTRING ${ARG_CHAPTER} 0 2 nn)
+  if(ZERO_EXERCISES STREQUAL "learner")
+    set(variants exercises)
+  else()
+    set(variants solutions exercises)
+  endif()
+  foreach(variant ${variants})
+    set(dir ${PROJECT_SOURCE_DIR}/${variant}/${ARG_CHAPTER})
+    set(target ex${nn}_${variant}_tests)
+    list(TRANSFORM ARG_SOURCES PREPEND ${dir}/ OUTPUT_VARIABLE sources)
+    add_executable(${target} ${ARG_TEST} ${sources})
+    if(ZERO_HAS_CUDA AND ARG_CUDA_SOURCES)
+      list(TRANSFORM ARG_CUDA_SOURCES PREPEND ${dir}/ OUTPUT_VARIABLE cuda_sources)
+      target_sources(${target} PRIVATE ${cuda_sources})
+      target_link_libraries(${target} PRIVATE CUDA::cudart)
+      target_compile_definitions(${target} PRIVATE ZERO_EXERCISE_HAS_CUDA=1)
+      target_compile_features(${target} PRIVATE cuda_std_17)
+    endif()
+    target_include_directories(${target} PRIVATE ${dir})
+    target_link_libraries(${target} PRIVATE zero zero_test_support GTest::gtest GTest::gtest_main)
+    zero_target_warnings(${target})
+    set(skip ".  SKIPPED . ")
+    if(variant STREQUAL "solutions" OR ZERO_EXERCISES STREQUAL "learner")
+      gtest_discover_tests(${target} TEST_PREFIX "ex${nn}."
+        PROPERTIES LABELS "ex${nn}" SKIP_REGULAR_EXPRESSION "${skip}" DISCOVERY_TIMEOUT 60)
+    else()
+      gtest_discover_tests(${target} TEST_PREFIX "ex${nn}-stub."
+        PROPERTIES LABELS "ex${nn}-stub" WILL_FAIL TRUE SKIP_REGULAR_EXPRESSION "${skip}"
+        DISCOVERY_TIMEOUT 60)
+    endif()
+  endforeach()
 endfunction()

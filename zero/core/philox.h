@@ -25,11 +25,10 @@ struct PhiloxBlock {
   uint32_t x[4];  ///< The words.
 };
 
-/// Philox4x32 with 10 rounds (Salmon et al., SC'11): 128-bit counter + 64-bit key → 128 random bits.
-ZERO_HOST_DEVICE inline PhiloxBlock philox4x32(uint64_t counter, uint64_t key) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
-  uint32_t c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+/// Philox4x32 with 10 rounds (Salmon et al., SC'11) on a full 128-bit counter and the
+/// 64-bit key (`k0`, `k1`): the form the Random123 known-answer vectors are written in.
+ZERO_HOST_DEVICE inline PhiloxBlock philox4x32_10(PhiloxBlock counter, uint32_t k0, uint32_t k1) {
+  uint32_t c0 = counter.x[0], c1 = counter.x[1], c2 = counter.x[2], c3 = counter.x[3];
   for (int round = 0; round < 10; ++round) {
     const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0;
     const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
@@ -43,6 +42,13 @@ ZERO_HOST_DEVICE inline PhiloxBlock philox4x32(uint64_t counter, uint64_t key) {
     k1 += 0xBB67AE85u;
   }
   return PhiloxBlock{{c0, c1, c2, c3}};
+}
+
+/// Philox4x32-10 of a 64-bit counter (the upper two counter words are 0) and a 64-bit key.
+ZERO_HOST_DEVICE inline PhiloxBlock philox4x32(uint64_t counter, uint64_t key) {
+  const PhiloxBlock block{
+      {static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0u, 0u}};
+  return philox4x32_10(block, static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
 }
 
 /// Random word number `index` of the stream with `seed`: word `index % 4` of block `index / 4`.

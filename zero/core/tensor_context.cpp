@@ -11,7 +11,7 @@
 namespace zero {
 
 namespace detail {
-TensorContext& cuda_tensor_context(int index);  // kernels/cuda/ or no_cuda.cpp
+TensorContext& cuda_tensor_context(int index);  // core/cuda/device_cuda.cu or no_cuda/device.cpp
 }
 
 // ---------------------------------------------------------------- CachingPool

@@ -9,6 +9,13 @@
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/tensor.h"
 
+// Note [Bad indices on the GPU]
+// A kernel cannot throw. Checking ids or targets on the host before each launch
+// would copy them back and synchronise every training step, so the CUDA kernels
+// instead write NaN where an index is out of range (the embedding row, the loss),
+// and the NaN surfaces in the next printed loss. The CPU kernels check and throw
+// with the position and value; rerun on the CPU to find the culprit.
+
 namespace zero::ops::cuda {
 
 // 256 threads a block: 8 warps, enough to hide latency, small enough for many

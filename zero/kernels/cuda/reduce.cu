@@ -7,6 +7,8 @@
 //    few columns the rows are also split across blocks, and a second pass sums
 //    the per-block partials. No atomics, so results are deterministic.
 // Sums of everything go through cub::DeviceReduce with a workspace from the cache.
+// Means scale the sum on the device; maxima with their index use one thread per
+// output (they are not on any hot path) and a two-level pass for the whole tensor.
 #include <cub/cub.cuh>
 
 #include "zero/kernels/cuda/cuda_common.cuh"
@@ -80,6 +82,79 @@ void sum_middle(const float* x, float* out, int64_t outer, int64_t n, int64_t in
   sum_middle(partials.data_ptr<float>(), out, 1, chunks, outer * inner, device);  // second pass
 }
 
+// One thread per output of [outer, inner]: max over n and the first index reaching it.
+__global__ void max_middle_kernel(const float* x, float* values, int32_t* indices, int64_t outer,
+                                  int64_t n, int64_t inner) {
+  const int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (o >= outer * inner) return;
+  const float* p = x + (o / inner) * n * inner + o % inner;
+  float best = p[0];
+  int32_t arg = 0;
+  for (int64_t k = 1; k < n; ++k) {
+    const float v = p[k * inner];
+    if (v > best) {
+      best = v;
+      arg = static_cast<int32_t>(k);
+    }
+  }
+  values[o] = best;
+  indices[o] = arg;
+}
+
+// Stage 1 of max_all: each block finds the max of its chunk (first index on ties).
+__global__ void max_chunks_kernel(const float* x, int64_t n, int64_t chunk, float* values,
+                                  int64_t* indices) {
+  __shared__ float best_v[kBlock];
+  __shared__ int64_t best_i[kBlock];
+  const int64_t begin = blockIdx.x * chunk, end = min(n, begin + chunk);
+  float bv = -INFINITY;
+  int64_t bi = begin < n ? begin : 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    if (x[i] > bv) {
+      bv = x[i];
+      bi = i;
+    }
+  }
+  best_v[threadIdx.x] = bv;
+  best_i[threadIdx.x] = bi;
+  __syncthreads();
+  for (int stride = kBlock / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) {
+      const float ov = best_v[threadIdx.x + stride];
+      const int64_t oi = best_i[threadIdx.x + stride];
+      if (ov > best_v[threadIdx.x] || (ov == best_v[threadIdx.x] && oi < best_i[threadIdx.x])) {
+        best_v[threadIdx.x] = ov;
+        best_i[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    values[blockIdx.x] = best_v[0];
+    indices[blockIdx.x] = best_i[0];
+  }
+}
+
+// Stage 2: one thread scans the per-block results in order.
+__global__ void max_final_kernel(const float* values, const int64_t* indices, int64_t blocks,
+                                 float* value, int32_t* index) {
+  float bv = values[0];
+  int64_t bi = indices[0];
+  for (int64_t b = 1; b < blocks; ++b) {
+    if (values[b] > bv) {
+      bv = values[b];
+      bi = indices[b];
+    }
+  }
+  *value = bv;
+  *index = static_cast<int32_t>(bi);
+}
+
+__global__ void scale_kernel(float* x, int64_t n, float s) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] *= s;
+}
+
 Tensor contiguous(const Tensor& x) {
   if (x.is_contiguous()) return x;
   Tensor c = Tensor::Empty(x.sizes(), x.options());
@@ -117,6 +192,56 @@ void sum_all_cuda(const Tensor& x, const Tensor& out) {
   Tensor temp = Tensor::Empty({static_cast<int64_t>((temp_bytes + 3) / 4)}, xc.options());
   ZERO_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), temp_bytes, xc.data_ptr<float>(),
                                          out.data_ptr<float>(), n, cuda::current_stream()));
+}
+
+void mean_cuda(const Tensor& x, int dim, const Tensor& out) {
+  sum_cuda(x, dim, out);
+  const int64_t n = out.numel();
+  if (n == 0 || x.size(dim) == 0) return;
+  scale_kernel<<<cuda::grid_for(n), kBlock, 0, cuda::current_stream()>>>(
+      out.data_ptr<float>(), n, 1.0f / static_cast<float>(x.size(dim)));
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+void mean_all_cuda(const Tensor& x, const Tensor& out) {
+  sum_all_cuda(x, out);
+  scale_kernel<<<1, 1, 0, cuda::current_stream()>>>(out.data_ptr<float>(), 1,
+                                                    1.0f / static_cast<float>(x.numel()));
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) {
+  cuda::set_device(x);
+  const Tensor xc = contiguous(x);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= x.size(d);
+  for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+  const Tensor v = values.is_contiguous() ? values : Tensor::Empty(values.sizes(), values.options());
+  const Tensor i = indices.is_contiguous() ? indices : Tensor::Empty(indices.sizes(), indices.options());
+  if (outer * inner > 0) {
+    max_middle_kernel<<<cuda::grid_for(outer * inner), kBlock, 0, cuda::current_stream()>>>(
+        xc.data_ptr<float>(), v.data_ptr<float>(), i.data_ptr<int32_t>(), outer, x.size(dim), inner);
+    ZERO_CUDA_LAUNCH_CHECK();
+  }
+  if (!v.SharesStorage(values)) copy_cuda(v, values);
+  if (!i.SharesStorage(indices)) copy_cuda(i, indices);
+}
+
+void max_all_cuda(const Tensor& x, const Tensor& value, const Tensor& index) {
+  cuda::set_device(x);
+  const Tensor xc = contiguous(x);
+  const int64_t n = xc.numel();
+  const int64_t blocks = std::min<int64_t>(1024, (n + kBlock - 1) / kBlock);
+  const int64_t chunk = (n + blocks - 1) / blocks;
+  Tensor vals = Tensor::Empty({blocks}, xc.options());
+  Tensor idx = Tensor::Empty({2 * blocks}, xc.options().WithDtype(DataType::I32));  // int64 storage
+  max_chunks_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, cuda::current_stream()>>>(
+      xc.data_ptr<float>(), n, chunk, vals.data_ptr<float>(), reinterpret_cast<int64_t*>(idx.data()));
+  ZERO_CUDA_LAUNCH_CHECK();
+  max_final_kernel<<<1, 1, 0, cuda::current_stream()>>>(
+      vals.data_ptr<float>(), reinterpret_cast<const int64_t*>(idx.data()), blocks,
+      value.data_ptr<float>(), index.data_ptr<int32_t>());
+  ZERO_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace zero::ops

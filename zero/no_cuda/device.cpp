@@ -1,4 +1,4 @@
-// The CUDA entry points of a CPU-only build (-DZERO_CUDA=OFF or no toolkit found):
+// The CUDA device entry points of a CPU-only build (-DZERO_CUDA=OFF or no toolkit):
 // the same API, with every way into the GPU throwing one clear error.
 #include "zero/core/device.h"
 #include "zero/core/error.h"

@@ -1,0 +1,104 @@
+// Forward and backward of LayerNorm, embedding and dropout, and the functional API
+// over them (declared in autograd/functional.h). The kernels do the arithmetic;
+// these classes allocate outputs, make layouts contiguous and save what backward needs.
+#include "zero/autograd/ops/nn_ops.h"
+
+#include "zero/autograd/functional.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+namespace autograd {
+
+// ---------------------------------------------------------------- LayerNorm
+
+std::vector<Tensor> OpLayerNorm::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];  // (..., C), contiguous (layer_norm() sees to it)
+  ZERO_CHECK(x.dim() >= 1, "layer_norm: expected x with at least one dimension, got a 0-d tensor");
+  const int64_t c = x.size(-1);
+  const int64_t rows = c > 0 ? x.numel() / c : 0;
+  Tensor y = Tensor::Empty(x.sizes(), x.options());  // (..., C)
+  mean_ = Tensor::Empty({rows}, x.options());         // (N,)
+  rstd_ = Tensor::Empty({rows}, x.options());         // (N,)
+  ops::layer_norm_forward(x, in[1].Contiguous(), in[2].Contiguous(), eps_, y, mean_, rstd_);
+  return {y};
+}
+
+std::vector<Tensor> OpLayerNorm::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& x = inputs()[0];
+  const Tensor& weight = inputs()[1];
+  Tensor grad_x = Tensor::Empty(x.sizes(), x.options());                // (..., C)
+  Tensor grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (C,)
+  Tensor grad_bias = Tensor::Empty(weight.sizes(), weight.options());    // (C,)
+  // One kernel produces all three; inputs that need none just drop theirs.
+  ops::layer_norm_backward(grad[0].Contiguous(), x, weight.Contiguous(), mean_, rstd_, grad_x,
+                           grad_weight, grad_bias);
+  return {needs_grad(0) ? grad_x : Tensor(), needs_grad(1) ? grad_weight : Tensor(),
+          needs_grad(2) ? grad_bias : Tensor()};
+}
+
+void OpLayerNorm::ReleaseSaved_() {
+  mean_ = Tensor();
+  rstd_ = Tensor();
+}
+
+// ---------------------------------------------------------------- embedding
+
+std::vector<Tensor> OpEmbedding::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& weight = in[0];  // (V, C)
+  const Tensor& ids = in[1];     // (...) i32
+  ZERO_CHECK(weight.dim() == 2, "embedding: expected weight of shape [V, C], got ",
+             shape_to_string(weight.sizes()));
+  Shape out_sizes = ids.sizes();
+  out_sizes.push_back(weight.size(1));
+  Tensor out = Tensor::Empty(out_sizes, weight.options());  // (..., C)
+  ops::embedding_forward(weight.Contiguous(), ids, out);
+  return {out};
+}
+
+std::vector<Tensor> OpEmbedding::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& weight = inputs()[0];
+  if (!needs_grad(0)) return {Tensor(), Tensor()};
+  Tensor grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (V, C)
+  ops::embedding_backward(grad[0].Contiguous(), inputs()[1], grad_weight);
+  return {grad_weight, Tensor()};
+}
+
+// ---------------------------------------------------------------- dropout
+
+std::vector<Tensor> OpDropout::OpValue_(const std::vector<Tensor>& in) {
+  Tensor y = Tensor::Empty(in[0].sizes(), in[0].options());
+  ops::dropout_forward(in[0], p_, seed_, offset_, y);
+  return {y};
+}
+
+std::vector<Tensor> OpDropout::Backward_(const std::vector<Tensor>& grad) {
+  Tensor grad_x = Tensor::Empty(grad[0].sizes(), grad[0].options());
+  ops::dropout_backward(grad[0].Contiguous(), p_, seed_, offset_, grad_x);
+  return {grad_x};
+}
+
+}  // namespace autograd
+
+// ---------------------------------------------------------------- functional API
+
+using autograd::RunOp;
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+  // Contiguous() is recorded, so the gradient still reaches a strided x.
+  return RunOp<autograd::OpLayerNorm>({x.Contiguous(), weight, bias}, eps);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& ids) {
+  return RunOp<autograd::OpEmbedding>({weight, ids});
+}
+
+Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {
+  ZERO_CHECK(p >= 0.0f && p < 1.0f, "dropout: expected a drop probability p in [0, 1), got ", p,
+             p == 1.0f ? " (p = 1 would drop everything and scale by 1/0: use p < 1)" : "");
+  if (!training || p == 0.0f) return x;
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t offset = g.Reserve(static_cast<uint64_t>(x.numel()));
+  return RunOp<autograd::OpDropout>({x.Contiguous()}, p, g.seed(), offset);
+}
+
+}  // namespace zero

@@ -1,0 +1,74 @@
+/// @file
+/// The neural-network layer ops: `OpLayerNorm`, `OpEmbedding`, `OpDropout`.
+///
+/// Each wraps one fused kernel from kernels/tensor_ops.h in both directions, so a
+/// LayerNorm is one graph node, not the dozen a composition of means and divisions
+/// would make. nn/ builds its modules (LayerNorm, Embedding, Dropout) on these.
+#pragma once
+
+#include <cstdint>
+
+#include "zero/autograd/tensor_op.h"
+
+namespace zero::autograd {
+
+/// LayerNorm over the last dimension of a contiguous `x` [..., C] with `weight`, `bias` [C].
+/// Saves the per-row mean and 1/std; backward gives gradients for x, weight and bias.
+class OpLayerNorm : public TensorOp {
+ public:
+  /// `eps` is added to the variance before the square root.
+  explicit OpLayerNorm(float eps) : eps_(eps) {}
+  /// "OpLayerNorm".
+  const char* name() const override { return "OpLayerNorm"; }
+
+ protected:
+  /// Calls `ops::layer_norm_forward` on inputs {x, weight, bias}; keeps mean and rstd.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// Calls `ops::layer_norm_backward` with the saved statistics.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Drops mean and rstd.
+  void ReleaseSaved_() override;
+
+ private:
+  float eps_;
+  Tensor mean_;  // (N,) one per row of C
+  Tensor rstd_;  // (N,)
+};
+
+/// Row lookup `weight[ids]` on inputs {weight [V, C], I32 ids [...]}: result [..., C].
+/// Backward: the gradient rows summed into the weight rows their ids name (ids get none).
+class OpEmbedding : public TensorOp {
+ public:
+  /// "OpEmbedding".
+  const char* name() const override { return "OpEmbedding"; }
+
+ protected:
+  /// Calls `ops::embedding_forward`.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// Calls `ops::embedding_backward` for the weight; undefined for the ids.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+};
+
+/// Dropout of a contiguous `x` with probability `p`, the mask drawn from the Philox stream
+/// words `offset`, `offset + 1`, ... of `seed`. Only (seed, offset) are saved: the
+/// backward regenerates the mask rather than keeping a tensor of it.
+class OpDropout : public TensorOp {
+ public:
+  /// `p` in [0, 1); the caller has reserved `x.numel()` words from `offset` on.
+  OpDropout(float p, uint64_t seed, uint64_t offset) : p_(p), seed_(seed), offset_(offset) {}
+  /// "OpDropout".
+  const char* name() const override { return "OpDropout"; }
+
+ protected:
+  /// Calls `ops::dropout_forward`.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// Calls `ops::dropout_backward` with the same (seed, offset).
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+
+ private:
+  float p_;
+  uint64_t seed_;
+  uint64_t offset_;
+};
+
+}  // namespace zero::autograd

@@ -1,0 +1,35 @@
+// CPU dropout. Element i is kept when philox_uniform(seed, offset + i) >= p and then
+// scaled by 1/(1-p), so the expected value of every element is unchanged. The forward
+// and the backward apply the same mask to different tensors, so both are one loop.
+#include "zero/core/philox.h"
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cpu/parallel.h"
+
+namespace zero::ops {
+namespace {
+
+// out = in * mask / (1 - p), for contiguous `in` and `out` of one shape.
+void apply_mask(const Tensor& in, float p, uint64_t seed, uint64_t offset, const Tensor& out) {
+  const int64_t n = in.numel();
+  const float scale = 1.0f / (1.0f - p);
+  const float* pi = in.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+#pragma omp parallel for if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    po[i] = philox_uniform(seed, offset + i) >= p ? pi[i] * scale : 0.0f;
+  }
+}
+
+}  // namespace
+
+void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset,
+                         const Tensor& y) {
+  apply_mask(x, p, seed, offset, y);
+}
+
+void dropout_backward_cpu(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,
+                          const Tensor& grad_x) {
+  apply_mask(grad_y, p, seed, offset, grad_x);
+}
+
+}  // namespace zero::ops

@@ -1,0 +1,112 @@
+// CPU LayerNorm over the last dimension, the reference the CUDA kernels are checked
+// against. x is N contiguous rows of C. Rows are independent, so the forward and the
+// grad_x half of the backward run one row per iteration across threads; the row
+// statistics accumulate in double. grad_weight and grad_bias sum over rows instead,
+// and are computed per block of columns (see Note [Deterministic column sums]).
+#include <algorithm>
+#include <cmath>
+
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cpu/parallel.h"
+
+namespace zero::ops {
+namespace {
+
+// Columns of grad_weight / grad_bias one thread owns at a time.
+constexpr int64_t kColumnBlock = 64;
+
+}  // namespace
+
+void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                            const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  const int64_t c = x.size(-1), n = x.numel() / c;
+  const float* px = x.data_ptr<float>();
+  const float* pw = weight.data_ptr<float>();
+  const float* pb = bias.data_ptr<float>();
+  float* py = y.data_ptr<float>();
+  float* pmean = mean.data_ptr<float>();
+  float* prstd = rstd.data_ptr<float>();
+#pragma omp parallel for if (n * c > kParallelGrain)
+  for (int64_t row = 0; row < n; ++row) {
+    const float* xr = px + row * c;
+    // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
+    double sum = 0.0;
+    for (int64_t j = 0; j < c; ++j) sum += xr[j];
+    const double mu = sum / static_cast<double>(c);
+    double sq = 0.0;
+    for (int64_t j = 0; j < c; ++j) sq += (xr[j] - mu) * (xr[j] - mu);
+    const double var = sq / static_cast<double>(c);  // biased, as PyTorch's LayerNorm
+    const float m = static_cast<float>(mu);
+    const float r = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
+    float* yr = py + row * c;
+    for (int64_t j = 0; j < c; ++j) yr[j] = (xr[j] - m) * r * pw[j] + pb[j];
+    pmean[row] = m;
+    prstd[row] = r;
+  }
+}
+
+// With xhat = (x - mean) * rstd and dxhat = grad_y * weight, the gradient of one row is
+//   grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
+// the two means coming from mean and rstd depending on every element of the row.
+//
+// Note [Deterministic column sums]
+// grad_weight[j] = sum over rows of grad_y * xhat and grad_bias[j] = sum of grad_y.
+// Splitting rows across threads would make each thread's partial sum race on the same
+// column, or depend on the thread count once combined. Instead each thread owns whole
+// blocks of columns and walks every row for them, in row order, into double
+// accumulators: the result is the same for any number of threads.
+void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                             const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                             const Tensor& grad_weight, const Tensor& grad_bias) {
+  const int64_t c = x.size(-1), n = x.numel() / c;
+  const float* pg = grad_y.data_ptr<float>();
+  const float* px = x.data_ptr<float>();
+  const float* pw = weight.data_ptr<float>();
+  const float* pmean = mean.data_ptr<float>();
+  const float* prstd = rstd.data_ptr<float>();
+  float* pgx = grad_x.data_ptr<float>();
+  float* pgw = grad_weight.data_ptr<float>();
+  float* pgb = grad_bias.data_ptr<float>();
+
+#pragma omp parallel for if (n * c > kParallelGrain)
+  for (int64_t row = 0; row < n; ++row) {
+    const float* xr = px + row * c;
+    const float* gr = pg + row * c;
+    const float m = pmean[row], r = prstd[row];
+    double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+    for (int64_t j = 0; j < c; ++j) {
+      const double dxhat = static_cast<double>(gr[j]) * pw[j];
+      sum_dxhat += dxhat;
+      sum_dxhat_xhat += dxhat * ((xr[j] - m) * r);
+    }
+    const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(c));
+    const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(c));
+    float* gxr = pgx + row * c;
+    for (int64_t j = 0; j < c; ++j) {
+      const float xhat = (xr[j] - m) * r;
+      gxr[j] = r * (gr[j] * pw[j] - mean_dxhat - xhat * mean_dxhat_xhat);
+    }
+  }
+
+  const int64_t blocks = (c + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for if (n * c > kParallelGrain)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t j0 = b * kColumnBlock, j1 = std::min(c, j0 + kColumnBlock);
+    double acc_w[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
+    for (int64_t row = 0; row < n; ++row) {
+      const float* xr = px + row * c;
+      const float* gr = pg + row * c;
+      const float m = pmean[row], r = prstd[row];
+      for (int64_t j = j0; j < j1; ++j) {
+        acc_w[j - j0] += static_cast<double>(gr[j]) * ((xr[j] - m) * r);
+        acc_b[j - j0] += gr[j];
+      }
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      pgw[j] = static_cast<float>(acc_w[j - j0]);
+      pgb[j] = static_cast<float>(acc_b[j - j0]);
+    }
+  }
+}
+
+}  // namespace zero::ops

@@ -1,0 +1,153 @@
+// CUDA matmul through cuBLAS. One handle (and workspace) per GPU, made on first use.
+//
+// Note [Row-major tensors in a column-major library]
+// cuBLAS reads matrices column-major. A row-major R x C matrix with row stride ld
+// is, read column-major, its transpose: a C x R matrix with leading dimension ld.
+// So for C = A B (all row-major) we ask cuBLAS for C^T = B^T A^T: pass B as the
+// first operand and A as the second, swap M and N, and cuBLAS writes C^T
+// column-major, which is exactly C row-major. A transposed view (unit stride
+// along rows instead of columns) is already column-major: it only flips that
+// operand's transpose flag. No copies either way; only a view with no unit
+// stride at all is made contiguous first.
+//
+// MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32; 1 or fp16 ->
+// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores.
+#include <cublas_v2.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dims_arg.h"
+
+namespace zero::ops {
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
+
+struct BlasHandle {
+  cublasHandle_t handle = nullptr;
+  Tensor workspace;
+};
+
+cublasHandle_t blas_handle(int device) {
+  static std::mutex mutex;
+  static std::vector<BlasHandle*> handles;  // never destroyed: tensors may outlive main
+  std::lock_guard<std::mutex> lock(mutex);
+  if (handles.size() <= static_cast<size_t>(device)) handles.resize(device + 1, nullptr);
+  if (handles[device] == nullptr) {
+    auto* h = new BlasHandle();
+    ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
+    h->workspace = Tensor::Empty({static_cast<int64_t>(kWorkspaceBytes / 4)},
+                                 TensorOption().OnDevice(Device::Cuda(device)));
+    ZERO_CUBLAS_CHECK(cublasSetWorkspace(h->handle, h->workspace.data(), kWorkspaceBytes));
+    handles[device] = h;
+  }
+  ZERO_CUBLAS_CHECK(cublasSetStream(handles[device]->handle, cuda::current_stream()));
+  return handles[device]->handle;
+}
+
+cublasComputeType_t compute_type() {
+  static const cublasComputeType_t type = [] {
+    const char* env = std::getenv("MX_FAST_MATMUL");
+    if (env == nullptr || !std::strcmp(env, "") || !std::strcmp(env, "0")) return CUBLAS_COMPUTE_32F;
+    if (!std::strcmp(env, "tf32")) return CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (!std::strcmp(env, "1") || !std::strcmp(env, "fp16")) return CUBLAS_COMPUTE_32F_FAST_16F;
+    ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, 1, fp16 or tf32, got \"", env, "\"");
+    return CUBLAS_COMPUTE_32F;
+  }();
+  return type;
+}
+
+// How cuBLAS should read the last two dimensions (R x C) of a tensor.
+struct MatrixLayout {
+  bool row_major = true;  // unit stride along columns (else along rows)
+  int64_t ld = 1;         // leading dimension in cuBLAS's sense
+};
+
+// Returns false when neither dimension has unit stride (the caller copies).
+bool matrix_layout(const Tensor& t, MatrixLayout& out) {
+  const int64_t R = t.size(-2), C = t.size(-1), sr = t.stride(-2), sc = t.stride(-1);
+  if ((sc == 1 || C == 1) && (R == 1 || sr >= std::max<int64_t>(C, 1))) {
+    out = {true, R == 1 ? std::max<int64_t>(C, 1) : sr};
+    return true;
+  }
+  if ((sr == 1 || R == 1) && (C == 1 || sc >= std::max<int64_t>(R, 1))) {
+    out = {false, C == 1 ? std::max<int64_t>(R, 1) : sc};
+    return true;
+  }
+  return false;
+}
+
+// If the batch offsets of `t` (broadcast to `batch`) are b * stride for every flat
+// batch index b, returns true and that stride (0 for a fully broadcast operand).
+bool linear_batch_stride(const DimsArg& d, int64_t batch, int64_t& stride) {
+  stride = batch > 1 ? d.Offset(1) : 0;
+  int64_t expected = stride;
+  for (int k = d.ndim - 1; k >= 0; --k) {
+    if (d.sizes[k] > 1 && d.strides[k] != expected) return false;
+    expected *= d.sizes[k];
+  }
+  return true;
+}
+
+void gemm(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb, int64_t M,
+          int64_t N, int64_t K, const float* A, int64_t stride_a, const float* B, int64_t stride_b,
+          float* C, int64_t batch) {
+  // C^T (N x M) = op(B) op(A), see Note [Row-major tensors in a column-major library].
+  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const float alpha = 1.0f, beta = 0.0f;
+  if (batch == 1) {
+    ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, CUDA_R_32F, lb.ld, A,
+                                   CUDA_R_32F, la.ld, &beta, C, CUDA_R_32F, N, compute_type(),
+                                   CUBLAS_GEMM_DEFAULT));
+  } else {
+    ZERO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        handle, op_b, op_a, N, M, K, &alpha, B, CUDA_R_32F, lb.ld, stride_b, A, CUDA_R_32F, la.ld,
+        stride_a, &beta, C, CUDA_R_32F, N, M * N, batch, compute_type(), CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+}  // namespace
+
+void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
+  cuda::set_device(out);
+  MatrixLayout la, lb;
+  const Tensor a = matrix_layout(a_in, la) ? a_in : a_in.Contiguous();
+  const Tensor b = matrix_layout(b_in, lb) ? b_in : b_in.Contiguous();
+  matrix_layout(a, la);
+  matrix_layout(b, lb);
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  if (out.numel() == 0) return;
+  if (K == 0) return fill_cuda(out, 0.0f);
+
+  // Batch dimensions: out's leading dims; a and b broadcast to them.
+  const Shape batch_shape(out.sizes().begin(), out.sizes().end() - 2);
+  const int64_t batch = shape_numel(batch_shape);
+  TensorMeta ma = a.meta(), mb = b.meta();
+  ma.sizes.resize(ma.sizes.size() - 2);
+  ma.strides.resize(ma.strides.size() - 2);
+  mb.sizes.resize(mb.sizes.size() - 2);
+  mb.strides.resize(mb.strides.size() - 2);
+  const DimsArg da = DimsArg::Broadcast(ma, batch_shape), db = DimsArg::Broadcast(mb, batch_shape);
+  cublasHandle_t handle = blas_handle(out.device().index());
+  const float* pa = a.data_ptr<float>();
+  const float* pb = b.data_ptr<float>();
+  float* pc = out.data_ptr<float>();
+  int64_t sa = 0, sb = 0;
+  if (linear_batch_stride(da, batch, sa) && linear_batch_stride(db, batch, sb)) {
+    gemm(handle, la, lb, M, N, K, pa, sa, pb, sb, pc, batch);
+    return;
+  }
+  // Batch strides that no single stride describes (e.g. [2,1] against [1,3]): one
+  // GEMM per batch element. Rare, and each GEMM is still a full cuBLAS call.
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm(handle, la, lb, M, N, K, pa + da.Offset(i), 0, pb + db.Offset(i), 0, pc + i * M * N, 1);
+  }
+}
+
+}  // namespace zero::ops

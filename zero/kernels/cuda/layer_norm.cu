@@ -1,0 +1,123 @@
+// CUDA LayerNorm over the last dimension, one block per row. The forward saves
+// each row's mean and 1/std; the backward recomputes x-hat from them. grad_weight
+// and grad_bias are column sums over rows, done in chunks and then summed over the
+// chunks (no atomics: the result is the same on every run).
+#include "zero/kernels/cuda/block_reduce.cuh"
+#include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+using cuda::grid_for;
+using cuda::kBlock;
+
+constexpr int kRowThreads = 256;
+
+using cuda::grid_for;
+using cuda::kBlock;
+
+
+
+__global__ void layer_norm_forward_kernel(const float* x, const float* w, const float* b, float eps,
+                                          float* y, float* mean_out, float* rstd_out, int64_t C) {
+  __shared__ float scratch[2][32];
+  const float* row = x + blockIdx.x * C;
+  float s = 0.0f;
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) s += row[i];
+  const float mean = cuda::block_sum(s, scratch[0]) / C;
+  float v = 0.0f;  // second pass over the (cached) row: no cancellation as in E[x^2]-E[x]^2
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+    const float d = row[i] - mean;
+    v += d * d;
+  }
+  const float rstd = rsqrtf(cuda::block_sum(v, scratch[1]) / C + eps);
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+    y[blockIdx.x * C + i] = (row[i] - mean) * rstd * w[i] + b[i];
+  }
+  if (threadIdx.x == 0) {
+    mean_out[blockIdx.x] = mean;
+    rstd_out[blockIdx.x] = rstd;
+  }
+}
+
+// grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w.
+__global__ void layer_norm_grad_x_kernel(const float* g, const float* x, const float* w,
+                                         const float* mean, const float* rstd, float* gx, int64_t C) {
+  __shared__ float scratch[2][32];
+  const int64_t base = blockIdx.x * C;
+  const float mu = mean[blockIdx.x], rs = rstd[blockIdx.x];
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+    const float dxhat = g[base + i] * w[i];
+    s1 += dxhat;
+    s2 += dxhat * (x[base + i] - mu) * rs;
+  }
+  s1 = cuda::block_sum(s1, scratch[0]) / C;
+  s2 = cuda::block_sum(s2, scratch[1]) / C;
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+    const float xhat = (x[base + i] - mu) * rs;
+    gx[base + i] = rs * (g[base + i] * w[i] - s1 - xhat * s2);
+  }
+}
+
+// Per-chunk column partials: partial[chunk][0][c] = sum g * xhat, [1][c] = sum g.
+__global__ void layer_norm_grad_wb_kernel(const float* g, const float* x, const float* mean,
+                                          const float* rstd, float* partial, int64_t N, int64_t C,
+                                          int64_t rows_per_chunk) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  const int64_t begin = blockIdx.y * rows_per_chunk, end = min(N, begin + rows_per_chunk);
+  float gw = 0.0f, gb = 0.0f;
+  for (int64_t r = begin; r < end; ++r) {
+    const float gi = g[r * C + c];
+    gw += gi * (x[r * C + c] - mean[r]) * rstd[r];
+    gb += gi;
+  }
+  partial[(blockIdx.y * 2 + 0) * C + c] = gw;
+  partial[(blockIdx.y * 2 + 1) * C + c] = gb;
+}
+
+}  // namespace
+
+void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                             const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  const int64_t C = x.size(-1), N = x.numel() / C;
+  if (N == 0) return;
+  cuda::set_device(x);
+  layer_norm_forward_kernel<<<static_cast<unsigned>(N), kRowThreads, 0, cuda::current_stream()>>>(
+      x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), eps,
+      y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), C);
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                              const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                              const Tensor& grad_weight, const Tensor& grad_bias) {
+  const int64_t C = x.size(-1), N = x.numel() / C;
+  cuda::set_device(x);
+  if (N == 0) {
+    fill_cuda(grad_weight, 0.0f);
+    fill_cuda(grad_bias, 0.0f);
+    return;
+  }
+  layer_norm_grad_x_kernel<<<static_cast<unsigned>(N), kRowThreads, 0, cuda::current_stream()>>>(
+      grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
+      mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(), C);
+  ZERO_CUDA_LAUNCH_CHECK();
+  // Column sums in chunks of rows, then a deterministic sum over the chunks.
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(N / 32, 256));
+  const int64_t rows_per_chunk = (N + chunks - 1) / chunks;
+  Tensor partial = Tensor::Empty({chunks, 2, C}, x.options());
+  const dim3 grid(static_cast<unsigned>((C + kBlock - 1) / kBlock), static_cast<unsigned>(chunks));
+  layer_norm_grad_wb_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
+      grad_y.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
+      rstd.data_ptr<float>(), partial.data_ptr<float>(), N, C, rows_per_chunk);
+  ZERO_CUDA_LAUNCH_CHECK();
+  Tensor totals = Tensor::Empty({1, 2, C}, x.options());
+  sum_cuda(partial, 0, totals);
+  copy_cuda(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()), grad_weight);
+  copy_cuda(Tensor(meta_view(meta_slice(totals.meta(), 1, 1, 2, 1), {C}), totals.node()), grad_bias);
+}
+
+}  // namespace zero::ops

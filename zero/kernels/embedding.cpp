@@ -1,0 +1,71 @@
+// Dispatch for the embedding lookup: check shapes, dtypes, devices and layouts, then
+// call the CPU or CUDA kernel. Ids are validated by the kernels, which read them
+// (the CPU one before writing anything); see cpu/embedding_cpu.cpp.
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+// ids.sizes() + [C]: the shape of the gathered rows.
+Shape gathered_shape(const Tensor& ids, int64_t c) {
+  Shape s = ids.sizes();
+  s.push_back(c);
+  return s;
+}
+
+void check_table(const char* op, const Tensor& t, const char* what) {
+  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
+             to_string(t.dtype()));
+  ZERO_CHECK(t.dim() == 2, op, ": expected ", what, " of shape [V, C], got ",
+             shape_to_string(t.sizes()));
+  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what,
+             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
+}
+
+void check_rows(const char* op, const Tensor& t, const char* what, const Tensor& ids,
+                int64_t c) {
+  const Shape expected = gathered_shape(ids, c);
+  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
+             to_string(t.dtype()));
+  ZERO_CHECK(t.sizes() == expected, op, ": expected ", what, " of shape ",
+             shape_to_string(expected), " (ids ", shape_to_string(ids.sizes()), " + [C]), got ",
+             shape_to_string(t.sizes()));
+  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what,
+             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
+}
+
+void check_ids(const char* op, const Tensor& ids) {
+  ZERO_CHECK(ids.dtype() == DataType::I32, op, ": expected ids of dtype i32, got ",
+             to_string(ids.dtype()));
+}
+
+}  // namespace
+
+void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& out) {
+  const char* op = "embedding";
+  check_same_device(op, {&weight, &ids, &out});
+  check_table(op, weight, "weight");
+  check_ids(op, ids);
+  check_rows(op, out, "output", ids, weight.size(1));
+  if (out.device().is_cpu()) {
+    embedding_forward_cpu(weight, ids, out);
+  } else {
+    embedding_forward_cuda(weight, ids, out);
+  }
+}
+
+void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
+  const char* op = "embedding backward";
+  check_same_device(op, {&grad_out, &ids, &grad_weight});
+  check_table(op, grad_weight, "grad_weight");
+  check_ids(op, ids);
+  check_rows(op, grad_out, "grad_out", ids, grad_weight.size(1));
+  if (grad_weight.device().is_cpu()) {
+    embedding_backward_cpu(grad_out, ids, grad_weight);
+  } else {
+    embedding_backward_cuda(grad_out, ids, grad_weight);
+  }
+}
+
+}  // namespace zero::ops

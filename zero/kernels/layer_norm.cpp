@@ -1,0 +1,96 @@
+// Dispatch for LayerNorm over the last dimension: check shapes, dtypes, devices and
+// layouts, then call the CPU or CUDA kernel. x is read as N rows of C (C = last dim);
+// mean and rstd hold one value per row. The kernels are in cpu/layer_norm_cpu.cpp.
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+void check_f32_contiguous(const char* op, const Tensor& t, const char* what) {
+  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
+             to_string(t.dtype()));
+  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what,
+             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
+}
+
+// The [C] parameters must match x's last dimension; the message names both shapes.
+void check_param(const char* op, const Tensor& p, const char* what, const Tensor& x) {
+  const int64_t c = x.size(-1);
+  ZERO_CHECK(p.sizes() == Shape{c}, op, ": expected ", what, " of shape [", c,
+             "] to match the last dimension of x ", shape_to_string(x.sizes()), ", got ",
+             what, " of shape ", shape_to_string(p.sizes()));
+}
+
+// mean and rstd are one value per row: N = numel / C elements.
+void check_row_stats(const char* op, const Tensor& t, const char* what, const Tensor& x) {
+  const int64_t rows = x.numel() / x.size(-1);
+  ZERO_CHECK(t.numel() == rows, op, ": expected ", what, " with one value per row (", rows,
+             " for x of shape ", shape_to_string(x.sizes()), "), got shape ",
+             shape_to_string(t.sizes()));
+}
+
+void check_same_shape(const char* op, const Tensor& t, const char* what, const Tensor& x) {
+  ZERO_CHECK(t.sizes() == x.sizes(), op, ": expected ", what, " of x's shape ",
+             shape_to_string(x.sizes()), ", got ", shape_to_string(t.sizes()));
+}
+
+}  // namespace
+
+void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                        const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  const char* op = "layer_norm";
+  check_same_device(op, {&x, &weight, &bias, &y, &mean, &rstd});
+  ZERO_CHECK(x.dim() >= 1 && x.size(-1) > 0, op,
+             ": expected x with a non-empty last dimension, got shape ",
+             shape_to_string(x.sizes()));
+  ZERO_CHECK(eps > 0.0f, op, ": expected eps > 0, got ", eps);
+  check_f32_contiguous(op, x, "x");
+  check_f32_contiguous(op, weight, "weight");
+  check_f32_contiguous(op, bias, "bias");
+  check_f32_contiguous(op, y, "output");
+  check_f32_contiguous(op, mean, "mean");
+  check_f32_contiguous(op, rstd, "rstd");
+  check_param(op, weight, "weight", x);
+  check_param(op, bias, "bias", x);
+  check_same_shape(op, y, "output", x);
+  check_row_stats(op, mean, "mean", x);
+  check_row_stats(op, rstd, "rstd", x);
+  if (x.device().is_cpu()) {
+    layer_norm_forward_cpu(x, weight, bias, eps, y, mean, rstd);
+  } else {
+    layer_norm_forward_cuda(x, weight, bias, eps, y, mean, rstd);
+  }
+}
+
+void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                         const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                         const Tensor& grad_weight, const Tensor& grad_bias) {
+  const char* op = "layer_norm backward";
+  check_same_device(op, {&grad_y, &x, &weight, &mean, &rstd, &grad_x, &grad_weight, &grad_bias});
+  ZERO_CHECK(x.dim() >= 1 && x.size(-1) > 0, op,
+             ": expected x with a non-empty last dimension, got shape ",
+             shape_to_string(x.sizes()));
+  check_f32_contiguous(op, grad_y, "grad_y");
+  check_f32_contiguous(op, x, "x");
+  check_f32_contiguous(op, weight, "weight");
+  check_f32_contiguous(op, mean, "mean");
+  check_f32_contiguous(op, rstd, "rstd");
+  check_f32_contiguous(op, grad_x, "grad_x");
+  check_f32_contiguous(op, grad_weight, "grad_weight");
+  check_f32_contiguous(op, grad_bias, "grad_bias");
+  check_same_shape(op, grad_y, "grad_y", x);
+  check_same_shape(op, grad_x, "grad_x", x);
+  check_param(op, weight, "weight", x);
+  check_param(op, grad_weight, "grad_weight", x);
+  check_param(op, grad_bias, "grad_bias", x);
+  check_row_stats(op, mean, "mean", x);
+  check_row_stats(op, rstd, "rstd", x);
+  if (x.device().is_cpu()) {
+    layer_norm_backward_cpu(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
+  } else {
+    layer_norm_backward_cuda(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
+  }
+}
+
+}  // namespace zero::ops
