@@ -47,13 +47,20 @@ void accumulate(Tensor& slot, const Tensor& grad) {
 }
 
 // A leaf's .grad must be a plain contiguous tensor of its own: a gradient that is a
-// broadcast view (stride 0) or aliases another tensor's buffer is copied.
-void accumulate_leaf(TensorImpl* leaf, const Tensor& grad) {
-  if (!leaf->grad.defined()) {
-    leaf->grad = grad.is_contiguous() ? grad : grad.Contiguous();
-  } else {
+// broadcast view (stride 0) or aliases another tensor's buffer is copied. Ops pass
+// gradients through unchanged (OpAdd gives `g` to both inputs), so a buffer is also
+// copied when another tensor views it, or when it was the caller's gradient or was
+// already adopted by another leaf in this pass (`taken`); otherwise an in-place
+// update of one .grad (gradient clipping) would change another.
+void accumulate_leaf(TensorImpl* leaf, const Tensor& grad,
+                     std::unordered_set<const TensorNode*>& taken) {
+  if (leaf->grad.defined()) {
     leaf->grad = leaf->grad + grad;
+    return;
   }
+  const bool own = grad.is_contiguous() && grad.node().use_count() == 1 &&
+                   taken.insert(grad.node().get()).second;
+  leaf->grad = own ? grad : grad.Clone();
 }
 
 }  // namespace
@@ -71,8 +78,9 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
              "Backward(grad): expected grad of shape ", shape_to_string(sizes()), " on ",
              device(), ", got ", shape_to_string(root_grad.sizes()), " on ", root_grad.device());
   NoGradGuard no_grad;  // the backward itself is not recorded
+  std::unordered_set<const TensorNode*> taken{root_grad.node().get()};
   if (is_leaf()) {
-    accumulate_leaf(impl(), root_grad);
+    accumulate_leaf(impl(), root_grad, taken);
     return;
   }
 
@@ -105,7 +113,7 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
         s.resize(producer->output_metas().size());
         accumulate(s[input.impl()->output_index], grad_inputs[i]);
       } else {
-        accumulate_leaf(input.impl(), grad_inputs[i]);
+        accumulate_leaf(input.impl(), grad_inputs[i], taken);
       }
     }
     if (!keep_graph) op->Release();

@@ -50,6 +50,31 @@ std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_output
   return grads;
 }
 
+// Note [Destroying deep graphs]
+// An op owns its inputs, each input owns the op that produced it, and so on down to
+// the leaves. Destroying that chain naively recurses once per op, and a graph of a
+// few hundred thousand ops (a long unrolled loop that is never differentiated)
+// overflows the stack. Instead, an op being destroyed takes its producers into a
+// local list and drops its inputs; a producer whose last owner is that list has its
+// own inputs taken the same way before it dies, so each dies with no inputs left.
+// (Tensors an op saves as members are dropped normally: ops save outputs detached,
+// and reach their inputs through inputs().)
+TensorOp::~TensorOp() {
+  std::vector<std::shared_ptr<TensorOp>> pending;
+  auto take_producers = [&pending](std::vector<Tensor>& inputs) {
+    for (const Tensor& t : inputs) {
+      if (t.defined() && t.grad_fn() != nullptr) pending.push_back(t.grad_fn());
+    }
+    inputs.clear();
+  };
+  take_producers(inputs_);
+  while (!pending.empty()) {
+    std::shared_ptr<TensorOp> op = std::move(pending.back());
+    pending.pop_back();
+    if (op.use_count() == 1) take_producers(op->inputs_);
+  }
+}
+
 void TensorOp::Release() {
   inputs_.clear();
   ReleaseSaved_();

@@ -25,7 +25,9 @@ namespace zero::autograd {
 /// `out.Detach()`, which shares the buffer without the history.
 class TensorOp : public std::enable_shared_from_this<TensorOp> {
  public:
-  virtual ~TensorOp() = default;
+  /// Frees the graph above this op without recursing once per op (see
+  /// Note [Destroying deep graphs] in tensor_op.cpp).
+  virtual ~TensorOp();
 
   /// The op's name as printed in graphs and errors ("OpAdd").
   virtual const char* name() const = 0;

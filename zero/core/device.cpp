@@ -16,7 +16,8 @@ Device Device::Parse(const std::string& text) {
   if (text == "cuda") return Cuda(0);
   if (text.rfind("cuda:", 0) == 0 && text.size() > 5) {
     const std::string digits = text.substr(5);
-    ZERO_CHECK(digits.find_first_not_of("0123456789") == std::string::npos,
+    // At most 9 digits, so std::stoi cannot overflow (it would throw std::out_of_range).
+    ZERO_CHECK(digits.find_first_not_of("0123456789") == std::string::npos && digits.size() <= 9,
                "expected a device like \"cpu\", \"cuda\" or \"cuda:1\", got \"", text, "\"");
     return Cuda(std::stoi(digits));
   }

@@ -40,7 +40,7 @@ namespace detail {
 template <typename... Args>
 std::string str_cat(const Args&... args) {
   std::ostringstream os;
-  (os << ... << args);
+  ((os << args), ...);  // a comma fold: an empty pack (ZERO_CHECK(cond)) compiles without warnings
   return os.str();
 }
 

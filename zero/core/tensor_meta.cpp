@@ -59,7 +59,7 @@ bool TensorMeta::is_contiguous() const {
   for (int i = dim() - 1; i >= 0; --i) {
     if (sizes[i] == 1) continue;  // the stride of a size-1 dimension never matters
     if (strides[i] != expected) return false;
-    expected *= sizes[i];
+    expected *= std::max<int64_t>(sizes[i], 1);  // as contiguous_strides: [3, 0] -> [1, 1]
   }
   return true;
 }
@@ -198,6 +198,8 @@ TensorMeta meta_expand(const TensorMeta& m, const Shape& sizes) {
     }
     const int64_t have = m.sizes[i - lead];
     const int64_t want = sizes[i] == -1 ? have : sizes[i];
+    ZERO_CHECK(want >= 0, "cannot expand shape ", shape_to_string(m.sizes), " to ",
+               shape_to_string(sizes), ": sizes must be >= 0 (or -1 to keep one)");
     ZERO_CHECK(have == want || have == 1, "cannot expand shape ", shape_to_string(m.sizes),
                " to ", shape_to_string(sizes), ": dimension ", i, " has size ", have,
                ", which is neither ", want, " nor 1");
@@ -217,6 +219,9 @@ TensorMeta meta_unsqueeze(const TensorMeta& m, int64_t dim) {
 }
 
 TensorMeta meta_squeeze(const TensorMeta& m, int64_t dim) {
+  // normalize_dim accepts dimension 0 of a 0-d tensor (as a scalar's only index), but
+  // there is no size to remove.
+  ZERO_CHECK(m.dim() > 0, "cannot squeeze a 0-d tensor");
   const int d = normalize_dim(dim, m.dim());
   ZERO_CHECK(m.sizes[d] == 1, "cannot squeeze dimension ", d, " of shape ",
              shape_to_string(m.sizes), ": its size is not 1");

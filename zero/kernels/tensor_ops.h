@@ -75,6 +75,11 @@ void mean_all(const Tensor& x, const Tensor& out);
 void max(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
 /// Maximum of all elements and its (first) row-major position.
 void max_all(const Tensor& x, const Tensor& value, const Tensor& index);
+/// Backward of `max` over `dim`: `grad_x` (overwritten) is zero except at each slice's
+/// `indices` position, which gets that slice's `grad_values`. `grad_values` and `indices`
+/// have `grad_x`'s shape with size 1 at `dim`. (`max_all` uses it on the flattened input.)
+void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
+                  const Tensor& grad_x);
 /// @}
 
 /// @name Softmax over the last dimension (contiguous inputs)
@@ -94,6 +99,9 @@ void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& g
 /// `out[..., M, N] = a[..., M, K] @ b[..., K, N]`. Leading (batch) dimensions broadcast;
 /// `a` and `b` may be transposed views (any strides); `out` is contiguous.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+/// The shape of `a @ b`, [broadcast batch..., M, N]; throws, naming both shapes, unless
+/// both are at least 2-d, their inner dimensions K agree and their batch dimensions broadcast.
+Shape matmul_shape(const Shape& a, const Shape& b);
 /// @}
 
 /// @name Layer normalisation over the last dimension C (contiguous inputs)

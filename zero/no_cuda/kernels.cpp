@@ -29,6 +29,7 @@ void mean_cuda(const Tensor& x, int dim, const Tensor& out) { no_cuda_kernel("me
 void mean_all_cuda(const Tensor& x, const Tensor& out) { no_cuda_kernel("mean_all"); }
 void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) { no_cuda_kernel("max"); }
 void max_all_cuda(const Tensor& x, const Tensor& value, const Tensor& index) { no_cuda_kernel("max_all"); }
+void max_backward_cuda(const Tensor& grad_values, const Tensor& indices, int dim, const Tensor& grad_x) { no_cuda_kernel("max_backward"); }
 void softmax_forward_cuda(const Tensor& x, const Tensor& y) { no_cuda_kernel("softmax_forward"); }
 void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) { no_cuda_kernel("softmax_backward"); }
 void log_softmax_forward_cuda(const Tensor& x, const Tensor& y) { no_cuda_kernel("log_softmax_forward"); }

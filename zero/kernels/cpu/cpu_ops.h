@@ -23,6 +23,8 @@ void mean_cpu(const Tensor& x, int dim, const Tensor& out);
 void mean_all_cpu(const Tensor& x, const Tensor& out);
 void max_cpu(const Tensor& x, int dim, const Tensor& values, const Tensor& indices);
 void max_all_cpu(const Tensor& x, const Tensor& value, const Tensor& index);
+void max_backward_cpu(const Tensor& grad_values, const Tensor& indices, int dim,
+                      const Tensor& grad_x);
 void softmax_forward_cpu(const Tensor& x, const Tensor& y);
 void softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
 void log_softmax_forward_cpu(const Tensor& x, const Tensor& y);

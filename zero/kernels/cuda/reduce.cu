@@ -82,6 +82,15 @@ void sum_middle(const float* x, float* out, int64_t outer, int64_t n, int64_t in
   sum_middle(partials.data_ptr<float>(), out, 1, chunks, outer * inner, device);  // second pass
 }
 
+// True when (v, i) should replace (bv, bi) as the maximum: NaN beats numbers (it
+// propagates, as in PyTorch and the CPU kernel), larger beats smaller, and among
+// equals the earlier index wins.
+__device__ bool max_better(float v, int64_t i, float bv, int64_t bi) {
+  if (isnan(v) != isnan(bv)) return isnan(v);
+  if (!isnan(v) && v != bv) return v > bv;
+  return i < bi;
+}
+
 // One thread per output of [outer, inner]: max over n and the first index reaching it.
 __global__ void max_middle_kernel(const float* x, float* values, int32_t* indices, int64_t outer,
                                   int64_t n, int64_t inner) {
@@ -92,7 +101,7 @@ __global__ void max_middle_kernel(const float* x, float* values, int32_t* indice
   int32_t arg = 0;
   for (int64_t k = 1; k < n; ++k) {
     const float v = p[k * inner];
-    if (v > best) {
+    if (max_better(v, k, best, arg)) {
       best = v;
       arg = static_cast<int32_t>(k);
     }
@@ -110,7 +119,7 @@ __global__ void max_chunks_kernel(const float* x, int64_t n, int64_t chunk, floa
   float bv = -INFINITY;
   int64_t bi = begin < n ? begin : 0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    if (x[i] > bv) {
+    if (max_better(x[i], i, bv, bi)) {
       bv = x[i];
       bi = i;
     }
@@ -122,7 +131,7 @@ __global__ void max_chunks_kernel(const float* x, int64_t n, int64_t chunk, floa
     if (threadIdx.x < stride) {
       const float ov = best_v[threadIdx.x + stride];
       const int64_t oi = best_i[threadIdx.x + stride];
-      if (ov > best_v[threadIdx.x] || (ov == best_v[threadIdx.x] && oi < best_i[threadIdx.x])) {
+      if (max_better(ov, oi, best_v[threadIdx.x], best_i[threadIdx.x])) {
         best_v[threadIdx.x] = ov;
         best_i[threadIdx.x] = oi;
       }
@@ -141,13 +150,23 @@ __global__ void max_final_kernel(const float* values, const int64_t* indices, in
   float bv = values[0];
   int64_t bi = indices[0];
   for (int64_t b = 1; b < blocks; ++b) {
-    if (values[b] > bv) {
+    if (max_better(values[b], indices[b], bv, bi)) {
       bv = values[b];
       bi = indices[b];
     }
   }
   *value = bv;
   *index = static_cast<int32_t>(bi);
+}
+
+// Backward of max over the middle of [outer, n, inner]: one thread per element of
+// grad_x, which gets its column's gradient where k is the saved index, else 0.
+__global__ void max_backward_kernel(const float* grad_values, const int32_t* indices,
+                                    float* grad_x, int64_t outer, int64_t n, int64_t inner) {
+  const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (e >= outer * n * inner) return;
+  const int64_t k = (e / inner) % n, column = (e / (n * inner)) * inner + e % inner;
+  grad_x[e] = indices[column] == k ? grad_values[column] : 0.0f;
 }
 
 __global__ void scale_kernel(float* x, int64_t n, float s) {
@@ -242,6 +261,22 @@ void max_all_cuda(const Tensor& x, const Tensor& value, const Tensor& index) {
       vals.data_ptr<float>(), reinterpret_cast<const int64_t*>(idx.data()), blocks,
       value.data_ptr<float>(), index.data_ptr<int32_t>());
   ZERO_CUDA_LAUNCH_CHECK();
+}
+
+void max_backward_cuda(const Tensor& grad_values, const Tensor& indices, int dim,
+                       const Tensor& grad_x) {
+  if (grad_x.numel() == 0) return;
+  cuda::set_device(grad_x);
+  const Tensor g = contiguous(grad_values), idx = contiguous(indices);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= grad_x.size(d);
+  for (int d = dim + 1; d < grad_x.dim(); ++d) inner *= grad_x.size(d);
+  const Tensor dst = grad_x.is_contiguous() ? grad_x : Tensor::Empty(grad_x.sizes(), grad_x.options());
+  max_backward_kernel<<<cuda::grid_for(grad_x.numel()), kBlock, 0, cuda::current_stream()>>>(
+      g.data_ptr<float>(), idx.data_ptr<int32_t>(), dst.data_ptr<float>(), outer, grad_x.size(dim),
+      inner);
+  ZERO_CUDA_LAUNCH_CHECK();
+  if (!dst.SharesStorage(grad_x)) copy_cuda(dst, grad_x);
 }
 
 }  // namespace zero::ops

@@ -1,0 +1,238 @@
+// Tests of the backward engine (autograd/engine.cpp): accumulation in diamonds and
+// across calls, the errors for a missing gradient and a freed graph, keep_graph,
+// freeing the graph after use, deep graphs without recursion, and the shape of the
+// gradients leaves receive.
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "tests/support/test_support.h"
+#include "zero/autograd/grad_mode.h"
+#include "zero/autograd/tensor_op.h"
+
+namespace zero {
+namespace {
+
+using testing::expect_close;
+
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a zero::Error";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class EngineTest : public testing::DeviceTest {
+ protected:
+  Tensor leaf(const std::vector<float>& v, const Shape& s) const {
+    return Tensor::From(v, s).To(device()).SetRequiresGrad();
+  }
+};
+
+TEST_P(EngineTest, DiamondAccumulates) {
+  // y = x * x + 3 x, both paths from x meet again: dy/dx = 2x + 3.
+  Tensor x = leaf({1, -2, 0.5f}, {3});
+  Tensor a = x * x;
+  Tensor b = x * 3.0f;
+  sum(a + b).Backward();
+  expect_close(x.Grad(), {5, -1, 4});
+  // The same tensor used twice by one op.
+  Tensor z = leaf({2, 3}, {2});
+  sum(z + z).Backward();
+  expect_close(z.Grad(), {2, 2});
+}
+
+TEST_P(EngineTest, LeafGradAccumulatesOverCallsUntilZeroGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  sum(x * 2.0f).Backward();
+  expect_close(x.Grad(), {2, 2});
+  sum(x * 3.0f).Backward();
+  expect_close(x.Grad(), {5, 5});
+  x.ZeroGrad();
+  EXPECT_FALSE(x.Grad().defined());
+  sum(x * x).Backward();
+  expect_close(x.Grad(), {2, 4});
+}
+
+TEST_P(EngineTest, BackwardWithExplicitGradient) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor y = x * x;
+  y.Backward(Tensor::From({1, 0, -1}, {3}).To(device()));
+  expect_close(x.Grad(), {2, 0, -6});
+  Tensor w = leaf({1, 2}, {2});
+  const std::string msg = error_message([&] { (w * 2.0f).Backward(Tensor::Ones({3}).To(device())); });
+  EXPECT_TRUE(contains(msg, "[2]") && contains(msg, "[3]")) << msg;
+}
+
+TEST_P(EngineTest, NonScalarWithoutGradientThrows) {
+  Tensor x = leaf({1, 2, 3, 4}, {2, 2});
+  const std::string msg = error_message([&] { (x * 2.0f).Backward(); });
+  EXPECT_TRUE(contains(msg, "[2, 2]")) << msg;
+  EXPECT_TRUE(contains(msg, "one-element")) << msg;
+  const std::string no_grad = error_message([&] { Tensor::Ones({1}).To(device()).Backward(); });
+  EXPECT_TRUE(contains(no_grad, "requires grad")) << no_grad;
+}
+
+TEST_P(EngineTest, SecondBackwardNeedsKeepGraph) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor loss = sum(x * x);
+  loss.Backward();
+  const std::string msg = error_message([&] { loss.Backward(); });
+  EXPECT_TRUE(contains(msg, "keep_graph")) << msg;
+}
+
+TEST_P(EngineTest, KeepGraphAllowsASecondBackwardThatDoublesTheGradient) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = leaf({3, -1}, {2});
+  Tensor loss = sum(exp(x) * w);
+  loss.Backward(Tensor(), /*keep_graph=*/true);
+  const std::vector<float> gx = x.Grad().ToVector<float>();
+  const std::vector<float> gw = w.Grad().ToVector<float>();
+  loss.Backward();
+  expect_close(x.Grad(), {2 * gx[0], 2 * gx[1]});
+  expect_close(w.Grad(), {2 * gw[0], 2 * gw[1]});
+  EXPECT_NEAR(gw[0], std::exp(1.0f), 1e-5);
+  EXPECT_THROW(loss.Backward(), Error);  // the second call freed it
+}
+
+TEST_P(EngineTest, GraphIsFreedAfterBackward) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  std::weak_ptr<autograd::TensorOp> inner;
+  std::weak_ptr<autograd::TensorOp> unary;
+  Tensor loss;
+  {
+    Tensor y = x * 2.0f;
+    Tensor z = exp(y);
+    inner = y.grad_fn();
+    unary = z.grad_fn();
+    loss = sum(z);
+  }
+  ASSERT_FALSE(inner.expired());
+  loss.Backward();
+  EXPECT_TRUE(inner.expired());
+  EXPECT_TRUE(unary.expired());
+  EXPECT_TRUE(loss.grad_fn()->inputs().empty());
+  expect_close(x.Grad(), {2 * std::exp(2.0f), 2 * std::exp(4.0f), 2 * std::exp(6.0f)}, 1e-5f);
+}
+
+TEST_P(EngineTest, KeepGraphKeepsTheGraph) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  std::weak_ptr<autograd::TensorOp> inner;
+  Tensor loss;
+  {
+    Tensor y = x * 2.0f;
+    inner = y.grad_fn();
+    loss = sum(y);
+  }
+  loss.Backward(Tensor(), true);
+  EXPECT_FALSE(inner.expired());
+  loss = Tensor();  // dropping the root drops the graph
+  EXPECT_TRUE(inner.expired());
+}
+
+TEST_P(EngineTest, DeepChainDoesNotOverflowTheStack) {
+  constexpr int kDepth = 20000;
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = x;
+  for (int i = 0; i < kDepth; ++i) y = y + x;
+  sum(y).Backward();
+  expect_close(x.Grad(), {kDepth + 1.0f, kDepth + 1.0f});
+}
+
+TEST_P(EngineTest, DeepGraphDroppedWithoutBackwardDoesNotOverflowTheStack) {
+  // Destroying an unused graph must not recurse once per op.
+  constexpr int kDepth = 100000;
+  Tensor x = leaf({1}, {1});
+  Tensor y = x;
+  for (int i = 0; i < kDepth; ++i) y = y * 1.0f;
+  std::weak_ptr<autograd::TensorOp> first = y.grad_fn();
+  y = Tensor();
+  EXPECT_TRUE(first.expired());
+}
+
+TEST_P(EngineTest, NoGradGuardStopsRecording) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = x * 2.0f + x;
+  }
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_TRUE(y.is_leaf());
+  EXPECT_THROW(sum(y).Backward(), Error);
+}
+
+TEST_P(EngineTest, DetachBreaksTheGraph) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = leaf({3, 4}, {2});
+  Tensor y = (x * x).Detach() * w;  // x gets nothing through the detached part
+  sum(y).Backward();
+  EXPECT_FALSE(x.Grad().defined());
+  expect_close(w.Grad(), {1, 4});
+}
+
+TEST_P(EngineTest, InputsThatDoNotRequireGradGetNothing) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor c = Tensor::From({5, 6}, {2}).To(device());
+  sum(x * c).Backward();
+  expect_close(x.Grad(), {5, 6});
+  EXPECT_FALSE(c.Grad().defined());
+}
+
+TEST_P(EngineTest, BackwardOnALeaf) {
+  Tensor x = leaf({4}, {1});
+  x.Backward();
+  expect_close(x.Grad(), {1});
+}
+
+TEST_P(EngineTest, LeafGradIsContiguousEvenFromAnExpandedGradient) {
+  // sum's backward hands back a stride-0 view of the upstream gradient.
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  sum(x).Backward();
+  EXPECT_TRUE(x.Grad().is_contiguous());
+  expect_close(x.Grad(), std::vector<float>(6, 1.0f));
+  Tensor b = leaf({1, 2, 3}, {3});
+  Tensor a = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  (a + b.Expand({2, 3})).Backward(Tensor::Ones({2, 3}).To(device()));
+  EXPECT_TRUE(a.Grad().is_contiguous());
+  EXPECT_TRUE(b.Grad().is_contiguous());
+  expect_close(b.Grad(), {2, 2, 2});
+}
+
+TEST_P(EngineTest, LeafGradsOwnTheirBuffers) {
+  // a + b passes one gradient tensor to both inputs; each leaf must still own its
+  // .grad, so that an in-place update of one (clipping, say) cannot change the other.
+  Tensor a = leaf({1, 2}, {2});
+  Tensor b = leaf({3, 4}, {2});
+  Tensor g = Tensor::From({1, 1}, {2}).To(device());
+  (a + b).Backward(g);
+  EXPECT_FALSE(a.Grad().SharesStorage(b.Grad()));
+  EXPECT_FALSE(a.Grad().SharesStorage(g));  // nor the caller's gradient
+  {
+    NoGradGuard no_grad;
+    a.Grad().Fill_(0.0f);
+  }
+  expect_close(b.Grad(), {1, 1});
+  expect_close(g, {1, 1});
+}
+
+TEST_P(EngineTest, SetRequiresGradRejectsIntAndNonLeaf) {
+  Tensor ids = Tensor::FromI32({1, 2}, {2}).To(device());
+  EXPECT_THROW(ids.SetRequiresGrad(), Error);
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = x * 2.0f;
+  EXPECT_THROW(y.SetRequiresGrad(), Error);
+}
+
+ZERO_INSTANTIATE_DEVICE_TEST(EngineTest);
+
+}  // namespace
+}  // namespace zero

@@ -1,0 +1,64 @@
+// Dispatch for softmax and log-softmax over the last dimension, forward and
+// backward. The kernels treat a contiguous tensor as rows of its last dimension,
+// so every operand must be contiguous F32 of one shape (the autograd ops in
+// autograd/ops/softmax_ops.cpp call Contiguous() first).
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+// Every operand: contiguous F32 of `ref`'s shape, at least 1-d.
+void check_rows(const char* op, const Tensor& ref, const std::vector<const Tensor*>& operands) {
+  check_same_device(op, operands);
+  ZERO_CHECK(ref.dim() >= 1, op, ": expected at least a 1-d tensor, got a 0-d tensor");
+  for (const Tensor* t : operands) {
+    ZERO_CHECK(t->dtype() == DataType::F32, op, ": expected f32 tensors, got ",
+               to_string(t->dtype()));
+    ZERO_CHECK(t->sizes() == ref.sizes(), op, ": expected every operand of shape ",
+               shape_to_string(ref.sizes()), ", got ", shape_to_string(t->sizes()));
+    ZERO_CHECK(t->is_contiguous(), op, ": expected contiguous tensors, got strides ",
+               shape_to_string(t->strides()), " for shape ", shape_to_string(t->sizes()),
+               "; call .Contiguous() first");
+  }
+}
+
+}  // namespace
+
+void softmax_forward(const Tensor& x, const Tensor& y) {
+  check_rows("softmax", x, {&x, &y});
+  if (x.device().is_cpu()) {
+    softmax_forward_cpu(x, y);
+  } else {
+    softmax_forward_cuda(x, y);
+  }
+}
+
+void softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
+  check_rows("softmax backward", y, {&y, &grad_y, &grad_x});
+  if (y.device().is_cpu()) {
+    softmax_backward_cpu(y, grad_y, grad_x);
+  } else {
+    softmax_backward_cuda(y, grad_y, grad_x);
+  }
+}
+
+void log_softmax_forward(const Tensor& x, const Tensor& y) {
+  check_rows("log_softmax", x, {&x, &y});
+  if (x.device().is_cpu()) {
+    log_softmax_forward_cpu(x, y);
+  } else {
+    log_softmax_forward_cuda(x, y);
+  }
+}
+
+void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
+  check_rows("log_softmax backward", y, {&y, &grad_y, &grad_x});
+  if (y.device().is_cpu()) {
+    log_softmax_backward_cpu(y, grad_y, grad_x);
+  } else {
+    log_softmax_backward_cuda(y, grad_y, grad_x);
+  }
+}
+
+}  // namespace zero::ops
