@@ -1,10 +1,12 @@
 // Quickstart: train a small network with Zero's public API and watch the loss fall.
 //
-// This is what Zero runs end to end today: tensors, autograd and the CPU kernels.
-// A 1 -> 32 -> 1 network with a tanh hidden layer learns y = sin(x) from 128 noisy
-// samples by full-batch gradient descent. The program prints the loss as it falls,
-// then predictions beside the true curve, and exits non-zero unless the final loss
-// is below kMaxFinalLoss. Run it with `cmake --workflow --preset quickstart`.
+// This is what Zero runs end to end today: tensors, autograd and the kernels, on a
+// GPU when one is visible and on the CPU otherwise (`quickstart cpu` or
+// `quickstart cuda:1` chooses). A 1 -> 32 -> 1 network with a tanh hidden layer
+// learns y = sin(x) from 128 noisy samples by full-batch gradient descent. The
+// program prints the loss as it falls, then predictions beside the true curve, and
+// exits non-zero unless the final loss is below kMaxFinalLoss.
+// Run it with `cmake --workflow --preset quickstart`.
 // Read next: docs/mainpage.md (the path of one op), zero/autograd/functional.h.
 #include <cmath>
 #include <cstdio>
@@ -33,8 +35,9 @@ constexpr float kMaxFinalLoss = 0.02f;
 // [model]
 // A trainable leaf: standard normal values times `scale`. Nothing in the product
 // requires grad, so no graph is recorded and the result is a leaf we can mark.
-Tensor make_parameter(const zero::Shape& sizes, float scale, zero::Generator& gen) {
-  Tensor p = Tensor::Randn(sizes, {}, &gen) * scale;
+Tensor make_parameter(const zero::Shape& sizes, float scale, const zero::TensorOption& on,
+                      zero::Generator& gen) {
+  Tensor p = Tensor::Randn(sizes, on, &gen) * scale;
   p.SetRequiresGrad();
   return p;
 }
@@ -69,10 +72,17 @@ void sgd_step(const std::vector<Tensor>& parameters, float lr) {
 }
 // [sgd]
 
-void print_device() {
-  if (zero::cuda_available()) {
-    std::printf("device: cpu (%d CUDA GPU(s) visible; training on the GPU arrives with the "
-                "CUDA backend in a later chapter)\n", zero::cuda_device_count());
+// The device named on the command line, else the first GPU if any, else the CPU.
+zero::Device pick_device(int argc, char** argv) {
+  if (argc > 1) return zero::Device::Parse(argv[1]);
+  return zero::cuda_available() ? zero::Device::Cuda(0) : zero::Device::Cpu();
+}
+
+void print_device(const zero::Device& device) {
+  if (device.is_cuda()) {
+    std::printf("device: %s\n", device.ToString().c_str());
+  } else if (zero::cuda_available()) {
+    std::printf("device: cpu (as asked; `quickstart cuda` would use the GPU)\n");
   } else if (zero::cuda_built()) {
     std::printf("device: cpu (Zero was built with CUDA, but no GPU is visible)\n");
   } else {
@@ -80,22 +90,23 @@ void print_device() {
   }
 }
 
-int run() {
-  print_device();
-  zero::Generator gen(42);  // one seed: the same numbers on every machine (Philox)
+int run(const zero::Device& device) {
+  print_device(device);
+  zero::Generator gen(42);  // one seed: the same numbers on every device (Philox)
+  const auto on = zero::TensorOption().OnDevice(device);
 
   std::vector<float> xs(kSamples), sines(kSamples);
   for (int64_t i = 0; i < kSamples; ++i) {
     xs[i] = -3.0f + 6.0f * static_cast<float>(i) / (kSamples - 1);
     sines[i] = std::sin(xs[i]);
   }
-  const Tensor x = Tensor::From(xs, {kSamples, 1});                   // (N, 1)
-  const Tensor y = Tensor::From(sines, {kSamples, 1}) +
-                   kNoise * Tensor::Randn({kSamples, 1}, {}, &gen);   // (N, 1)
+  const Tensor x = Tensor::From(xs, {kSamples, 1}, on);                 // (N, 1)
+  const Tensor y = Tensor::From(sines, {kSamples, 1}, on) +
+                   kNoise * Tensor::Randn({kSamples, 1}, on, &gen);     // (N, 1)
 
-  const auto trainable = zero::TensorOption().WithRequiresGrad();
-  Mlp model{make_parameter({1, kHidden}, 1.0f, gen), Tensor::Zeros({kHidden}, trainable),
-            make_parameter({kHidden, 1}, 1.0f / std::sqrt(float(kHidden)), gen),
+  const auto trainable = on.WithRequiresGrad();
+  Mlp model{make_parameter({1, kHidden}, 1.0f, on, gen), Tensor::Zeros({kHidden}, trainable),
+            make_parameter({kHidden, 1}, 1.0f / std::sqrt(float(kHidden)), on, gen),
             Tensor::Zeros({1}, trainable)};
   std::printf("fitting y = sin(x) + noise: %lld samples, 1 -> %lld -> 1 tanh network, "
               "%d steps of gradient descent (lr %.2f)\n",
@@ -117,7 +128,7 @@ int run() {
 
   const std::vector<float> probe = {-3.0f, -2.0f, -1.0f, 0.0f, 1.0f, 2.0f, 3.0f};
   const std::vector<float> predicted =
-      model.Forward(Tensor::From(probe, {int64_t(probe.size()), 1})).ToVector<float>();
+      model.Forward(Tensor::From(probe, {int64_t(probe.size()), 1}, on)).ToVector<float>();
   std::printf("     x    sin(x)  network\n");
   for (size_t i = 0; i < probe.size(); ++i) {
     std::printf("%6.2f  %8.4f %8.4f\n", probe[i], std::sin(probe[i]), predicted[i]);
@@ -135,9 +146,9 @@ int run() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
-    return run();
+    return run(pick_device(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
