@@ -28,7 +28,7 @@ constexpr int kSteps = 2000;
 constexpr int kLogEvery = 200;
 constexpr float kLearningRate = 0.04f;
 // Targets carry Gaussian noise of this standard deviation, so no model can get the
-// mean squared error much below kNoise^2 = 0.0025; an untrained one starts near 1.
+// mean squared error much below kNoise^2 = 0.0025; this one starts near 0.2.
 constexpr float kNoise = 0.05f;
 constexpr float kMaxFinalLoss = 0.02f;
 
