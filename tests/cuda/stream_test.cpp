@@ -1,6 +1,7 @@
 // Tests for zero/cuda/stream.h: event timing, pinned copies, and ordering work across
 // streams with events. The GPU tests (names contain "Cuda") skip without a GPU; one
 // test checks that a machine without a GPU gets clear errors instead.
+#include "tests/support/test_support.h"
 #include "zero/cuda/stream.h"
 
 #include <gmock/gmock.h>
@@ -16,20 +17,12 @@
 namespace zero::cuda {
 namespace {
 
+using testing::error_message;
+
 using ::testing::HasSubstr;
 
 #define ZERO_SKIP_WITHOUT_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible on this machine"
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error thrown)";
-}
 
 PinnedBuffer pinned_floats(const std::vector<float>& values) {
   PinnedBuffer buffer(values.size() * sizeof(float));
