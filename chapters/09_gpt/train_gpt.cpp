@@ -115,7 +115,7 @@ int run(int argc, char** argv) {
     o.eval_every = 250, o.eval_iters = 100, o.sample_every = 1000, o.log_every = 50;
     o.samples = 4, o.sample_tokens = 400, o.peak_tflops = train::kH200PeakFp32Flops / 1e12;
   } else {
-    o.eval_every = 100, o.eval_iters = 10, o.sample_every = 0, o.log_every = 20;
+    o.eval_every = 200, o.eval_iters = 20, o.sample_every = 0, o.log_every = 50;
     o.samples = 3, o.sample_tokens = 300;
   }
 

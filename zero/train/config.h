@@ -30,8 +30,8 @@ struct TrainConfig {
   /// nanoGPT's shakespeare_char run: 6 layers, 6 heads, 384 wide, block 256, batch 64,
   /// dropout 0.2, lr 1e-3 -> 1e-4, warmup 100, 5000 steps.
   static TrainConfig Reference();
-  /// A small model for CPUs: 4 layers, 4 heads, 64 wide, block 64, batch 16, no dropout,
-  /// lr 3e-3 -> 3e-4, warmup 30, 600 steps (a few minutes on a laptop).
+  /// A small model for CPUs: 3 layers, 4 heads, 48 wide, block 64, batch 16, no dropout,
+  /// lr 3e-3 -> 3e-4, warmup 50, 1000 steps (a few minutes on a laptop).
   static TrainConfig SmallCpu();
 };
 
