@@ -7,7 +7,6 @@
 // 64 on a GPU and compare tokens/s (the chapter README explains the arithmetic).
 // Read next: zero/train/sampling.h.
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -43,9 +42,11 @@ int run(int argc, char** argv) {
   bool library_sampler = false;
   CLI::App app{"Sample from a GPT checkpoint written by train_gpt (chapter 09)."};
   app.option_defaults()->always_capture_default();
-  app.add_option("--checkpoint", checkpoint, "checkpoint folder (train_gpt's OUT_DIR/best or /checkpoint)");
+  app.add_option("--checkpoint", checkpoint,
+                 "checkpoint folder (train_gpt's OUT_DIR/best or /checkpoint)");
   app.add_option("--prompt", prompt, "text to continue");
-  app.add_option("--temperature", temperature, "divides the logits: < 1 sharper, > 1 flatter, 0 greedy");
+  app.add_option("--temperature", temperature,
+                 "divides the logits: < 1 sharper, > 1 flatter, 0 greedy");
   app.add_option("--top-k", top_k, "sample among the k most likely tokens (0: all)");
   app.add_option("--num-samples", num_samples, "sequences, decoded together as one batch");
   app.add_option("--max-new-tokens", max_new_tokens, "tokens generated per sequence");
@@ -60,7 +61,8 @@ int run(int argc, char** argv) {
   nn::GPT model(state.config.model, state.config.seed);
   train::load_checkpoint(checkpoint, model, nullptr, state);
   model.To(device);
-  const data::CharTokenizer tok = data::CharTokenizer::Load((fs::path(checkpoint) / "vocab.json").string());
+  const data::CharTokenizer tok =
+      data::CharTokenizer::Load((fs::path(checkpoint) / "vocab.json").string());
   std::printf("loaded %s: step %lld, best val loss %.4f, %.2fM parameters, on %s\n",
               checkpoint.c_str(), static_cast<long long>(state.step), state.best_val_loss,
               model.NumParameters() / 1e6, device.ToString().c_str());

@@ -8,7 +8,6 @@
 // With no flags it trains on the project's own text, built into the library.
 // Read next: zero/train/trainer.h, zero/nn/gpt.h, the chapter README.
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -107,8 +106,8 @@ int run(int argc, char** argv) {
   const Device device = parse_device(find_device_flag(argc, argv));
   // Presets: the reference model on a GPU (2000 steps: the built-in corpus is small
   // enough that 5000 overfits), a small one on the CPU.
-  train::TrainConfig cfg = device.is_cuda() ? train::TrainConfig::Reference()
-                                            : train::TrainConfig::SmallCpu();
+  train::TrainConfig cfg =
+      device.is_cuda() ? train::TrainConfig::Reference() : train::TrainConfig::SmallCpu();
   RunOptions o;
   if (device.is_cuda()) {
     cfg.max_steps = 2000;
@@ -119,10 +118,12 @@ int run(int argc, char** argv) {
     o.samples = 3, o.sample_tokens = 300;
   }
 
-  CLI::App app{"Train a character-level GPT (chapter 09). With no --data it trains on the "
-               "project's own text and sources; Ctrl-C saves a checkpoint and stops."};
+  CLI::App app{
+      "Train a character-level GPT (chapter 09). With no --data it trains on the "
+      "project's own text and sources; Ctrl-C saves a checkpoint and stops."};
   app.option_defaults()->always_capture_default();
-  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (the defaults shown depend on it)");
+  app.add_option("--device", o.device,
+                 "auto, cpu, cuda or cuda:N (the defaults shown depend on it)");
   app.add_option("--data", o.data, "a UTF-8 text file to train on (default: the built-in corpus)");
   app.add_option("--out-dir", o.out_dir, "where data, checkpoints, metrics and the curve go");
   app.add_flag("--resume", o.resume, "continue the run saved in OUT_DIR/checkpoint");
@@ -164,7 +165,8 @@ int run(int argc, char** argv) {
   std::string data_dir;
   if (o.resume) {
     const train::TrainerState saved = train::read_trainer_state(ckpt.string());
-    for (const char* flag : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--data", "--init-from"}) {
+    for (const char* flag :
+         {"--n-layer", "--n-head", "--n-embd", "--block-size", "--data", "--init-from"}) {
       ZERO_CHECK(app.count(flag) == 0, "--resume continues the run saved in ", ckpt.string(),
                  " with its own model and data; drop ", flag);
     }
@@ -178,7 +180,8 @@ int run(int argc, char** argv) {
     std::cout << "resuming " << ckpt.string() << " at step " << saved.step << "\n";
   } else {
     const std::string text = o.data.empty() ? data::default_corpus() : data::read_text_file(o.data);
-    std::cout << "data: " << (o.data.empty() ? "the built-in corpus (project text and sources)" : o.data)
+    std::cout << "data: "
+              << (o.data.empty() ? "the built-in corpus (project text and sources)" : o.data)
               << ", " << text.size() << " bytes\n";
     data_dir = (out / "data").string();
     const data::DatasetInfo info = data::prepare_char_dataset(text, data_dir);
@@ -188,9 +191,10 @@ int run(int argc, char** argv) {
     cfg.model.vocab_size = info.vocab_size;
     if (!o.init_from.empty()) {
       const train::TrainerState init = train::read_trainer_state(o.init_from);
-      ZERO_CHECK(data::CharTokenizer::Load((fs::path(o.init_from) / "vocab.json").string()).chars() ==
-                     data::CharTokenizer::Load(data_dir + "/vocab.json").chars(),
-                 "--init-from ", o.init_from, ": its vocabulary differs from the data's");
+      ZERO_CHECK(
+          data::CharTokenizer::Load((fs::path(o.init_from) / "vocab.json").string()).chars() ==
+              data::CharTokenizer::Load(data_dir + "/vocab.json").chars(),
+          "--init-from ", o.init_from, ": its vocabulary differs from the data's");
       const float dropout = cfg.model.dropout;
       cfg.model = init.config.model;  // the weights decide the shape
       cfg.model.dropout = dropout;
@@ -199,8 +203,9 @@ int run(int argc, char** argv) {
   const std::string vocab_path = data_dir + "/vocab.json";
   const data::CharTokenizer tok = data::CharTokenizer::Load(vocab_path);
   const int64_t vocab = tok.vocab_size();
-  train::Trainer trainer(cfg, {data::load_tokens(data_dir + "/train.bin", vocab),
-                               data::load_tokens(data_dir + "/val.bin", vocab), data_dir, vocab_path},
+  train::Trainer trainer(cfg,
+                         {data::load_tokens(data_dir + "/train.bin", vocab),
+                          data::load_tokens(data_dir + "/val.bin", vocab), data_dir, vocab_path},
                          device);
   if (o.resume) trainer.Resume(ckpt.string());
   if (!o.init_from.empty()) trainer.LoadWeights(o.init_from);
@@ -208,13 +213,14 @@ int run(int argc, char** argv) {
   const nn::GPTConfig& m = cfg.model;
   const int64_t tokens_per_step = cfg.batch_size * m.block_size;
   const double flops_per_token = train::gpt_train_flops_per_token(m, m.block_size);
-  std::printf("model: %lld layers, %lld heads, %lld wide, block %lld, vocab %lld: %.2fM parameters\n"
-              "train: batch %lld x %lld = %lld tokens/step, %lld steps, lr %.1e -> %.1e, warmup %lld, "
-              "dropout %.2f, on %s\n",
-              (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
-              (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)cfg.batch_size,
-              (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
-              cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str());
+  std::printf(
+      "model: %lld layers, %lld heads, %lld wide, block %lld, vocab %lld: %.2fM parameters\n"
+      "train: batch %lld x %lld = %lld tokens/step, %lld steps, lr %.1e -> %.1e, warmup %lld, "
+      "dropout %.2f, on %s\n",
+      (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
+      (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)cfg.batch_size,
+      (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
+      cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str());
 
   const train::TokenSampler sampler = pick_sampler();
   Generator sample_gen(cfg.seed + 2);
@@ -223,7 +229,8 @@ int run(int argc, char** argv) {
   train::MetricsLog log(metrics_path, o.resume ? trainer.step() : -1);
   trainer.set_metrics_path(metrics_path);
   TensorContext& memory = DefaultTensorContext::Get(device);
-  const std::string title = detail::str_cat("GPT ", m.n_layer, "x", m.n_embd, " (", device.ToString(), ")");
+  const std::string title =
+      detail::str_cat("GPT ", m.n_layer, "x", m.n_embd, " (", device.ToString(), ")");
   auto redraw = [&] {
     std::vector<train::LossPoint> tr, va;
     train::loss_points(log.records(), &tr, &va);
@@ -240,7 +247,8 @@ int run(int argc, char** argv) {
     if ((o.eval_every > 0 && step % o.eval_every == 0) || last) {
       val = trainer.Evaluate(o.eval_iters);
       const bool improved = trainer.RecordValLoss(*val);
-      std::printf("step %lld | val loss %.4f%s\n", (long long)step, *val, improved ? " (best)" : "");
+      std::printf("step %lld | val loss %.4f%s\n", (long long)step, *val,
+                  improved ? " (best)" : "");
       if (improved && step > 0) trainer.Save(best.string());
       if (step > 0) trainer.Save(ckpt.string());
     }
@@ -248,18 +256,28 @@ int run(int argc, char** argv) {
       print_samples(trainer.model(), tok, o, 1, sample_gen, sampler);
     }
     if (last) {
-      if (val) log.Write({step, NAN, val, 0, 0, 0, std::nullopt, memory.Stats().peak_bytes / 1073741824.0});
+      if (val)
+        log.Write(
+            {step, NAN, val, 0, 0, 0, std::nullopt, memory.Stats().peak_bytes / 1073741824.0});
       break;
     }
     const train::StepResult r = trainer.Step();
-    if (r.skipped) std::printf("step %lld: gradient norm %g, update skipped\n", (long long)step, r.grad_norm);
+    if (r.skipped)
+      std::printf("step %lld: gradient norm %g, update skipped\n", (long long)step, r.grad_norm);
     ms_sum += r.ms, ++ms_count;
     if (val || (o.log_every > 0 && step % o.log_every == 0) || g_interrupted) {
-      train::StepMetrics rec{step, r.loss, val, r.lr, ms_sum / ms_count, 0, std::nullopt,
+      train::StepMetrics rec{step,
+                             r.loss,
+                             val,
+                             r.lr,
+                             ms_sum / ms_count,
+                             0,
+                             std::nullopt,
                              memory.Stats().peak_bytes / 1073741824.0};
       rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
       if (o.peak_tflops > 0) {
-        rec.mfu = train::model_flops_utilization(flops_per_token, rec.tokens_per_s, o.peak_tflops * 1e12);
+        rec.mfu =
+            train::model_flops_utilization(flops_per_token, rec.tokens_per_s, o.peak_tflops * 1e12);
       }
       log.Write(rec);
       std::cout << train::format_log_line(rec, cfg.max_steps) << std::endl;
@@ -277,7 +295,8 @@ int run(int argc, char** argv) {
   if (cfg.max_steps > 0) trainer.Save(ckpt.string());
   redraw();
   std::printf("best val loss %.4f; checkpoints in %s and %s, metrics in %s, curve in %s\n",
-              trainer.best_val_loss(), ckpt.c_str(), best.c_str(), metrics_path.c_str(), curve_path.c_str());
+              trainer.best_val_loss(), ckpt.c_str(), best.c_str(), metrics_path.c_str(),
+              curve_path.c_str());
   print_samples(trainer.model(), tok, o, o.samples, sample_gen, sampler);
   return 0;
 }

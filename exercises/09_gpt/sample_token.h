@@ -25,12 +25,12 @@ namespace zero::ex09 {
 /// are kept too), at the uniform number u in [0, 1): the first id, in id order, whose
 /// cumulative probability exceeds u. temperature == 0 or top_k == 1 returns the first
 /// arg-max. Logits are finite or -inf (never drawn).
-inline int32_t sample_token(const float* logits, int64_t vocab, float temperature,
-                            int64_t top_k, float u) {
+inline int32_t sample_token(const float* logits, int64_t vocab, float temperature, int64_t top_k,
+                            float u) {
   ZERO_CHECK(vocab > 0 && temperature >= 0 && u >= 0 && u < 1,
              "sample_token: expected vocab > 0, temperature >= 0 and u in [0, 1), got vocab = ",
              vocab, ", temperature = ", temperature, ", u = ", u);
-  // TODO(ex09.1): greedy for T = 0 or k = 1; else threshold at the k-th largest, weights exp((l - max) / T), inverse CDF at u
+  // TODO(ex09.1): greedy if T = 0 or k = 1; else top-k, exp((l - max) / T), invert at u
   ZERO_NOT_IMPLEMENTED("ex09.1");
 }
 

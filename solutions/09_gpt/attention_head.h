@@ -23,14 +23,13 @@ namespace zero::ex09 {
 /// row i attends to rows 0..i only.
 inline std::vector<float> causal_attention_head(const std::vector<float>& q,
                                                 const std::vector<float>& k,
-                                                const std::vector<float>& v, int64_t T,
-                                                int64_t D) {
+                                                const std::vector<float>& v, int64_t T, int64_t D) {
   ZERO_CHECK(T > 0 && D > 0 && static_cast<int64_t>(q.size()) == T * D &&
                  static_cast<int64_t>(k.size()) == T * D && static_cast<int64_t>(v.size()) == T * D,
              "causal_attention_head: expected q, k, v of T * D = ", T * D, " values, got ",
              q.size(), ", ", k.size(), ", ", v.size());
   std::vector<float> out(T * D, 0.0f);
-  // BEGIN SOLUTION ex09.3: for each row i, scores over j <= i, a stable softmax, then the weighted sum of values
+  // BEGIN SOLUTION ex09.3: per row i: scores for j <= i, stable softmax, weighted sum of v
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<double> p(T);
   for (int64_t i = 0; i < T; ++i) {

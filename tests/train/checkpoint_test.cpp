@@ -81,7 +81,8 @@ TEST(CheckpointTest, RoundTripIsExact) {
   train_two_steps(model, opt);
   const TrainerState saved = example_state(dir);
   save_checkpoint(dir + "/ckpt", model, opt, saved);
-  for (const char* f : {"model.safetensors", "optimizer.safetensors", "trainer.json", "vocab.json"}) {
+  for (const char* f :
+       {"model.safetensors", "optimizer.safetensors", "trainer.json", "vocab.json"}) {
     EXPECT_TRUE(fs::exists(dir + "/ckpt/" + f)) << f;
   }
   EXPECT_EQ(read(dir + "/ckpt/vocab.json"), read(saved.vocab_path));
@@ -136,8 +137,9 @@ TEST(CheckpointTest, MismatchedModelsAreDescribed) {
   save_checkpoint(dir + "/ckpt", model, opt, s);
   nn::GPT deeper(tiny(3), 1);
   TrainerState state;
-  EXPECT_THAT([&] { load_checkpoint(dir + "/ckpt", deeper, nullptr, state); },
-              ::testing::ThrowsMessage<Error>(AllOf(HasSubstr("n_layer = 2"), HasSubstr("n_layer = 3"))));
+  EXPECT_THAT(
+      [&] { load_checkpoint(dir + "/ckpt", deeper, nullptr, state); },
+      ::testing::ThrowsMessage<Error>(AllOf(HasSubstr("n_layer = 2"), HasSubstr("n_layer = 3"))));
 
   // Same config, but the file has one tensor renamed and one of another shape.
   io::NamedTensors tensors = model.NamedParameters();
@@ -147,10 +149,10 @@ TEST(CheckpointTest, MismatchedModelsAreDescribed) {
   nn::GPT target(tiny(2), 9);
   const std::vector<float> before = target.Parameters()[1].ToVector<float>();
   EXPECT_THAT([&] { load_checkpoint(dir + "/ckpt", target, nullptr, state); },
-              ::testing::ThrowsMessage<Error>(AllOf(
-                  HasSubstr("missing from the file: transformer.wte.weight"),
-                  HasSubstr("in the file but not in the model: transformer.wte.weights"),
-                  HasSubstr(tensors[3].first + " [5] in the file, [16] in the model"))));
+              ::testing::ThrowsMessage<Error>(
+                  AllOf(HasSubstr("missing from the file: transformer.wte.weight"),
+                        HasSubstr("in the file but not in the model: transformer.wte.weights"),
+                        HasSubstr(tensors[3].first + " [5] in the file, [16] in the model"))));
   EXPECT_EQ(target.Parameters()[1].ToVector<float>(), before) << "a failed load changes nothing";
 }
 
@@ -162,7 +164,7 @@ TEST(CheckpointTest, FailedSaveKeepsThePreviousCheckpoint) {
   save_checkpoint(dir + "/ckpt", model, opt, s);
   const std::string model_bytes = read(dir + "/ckpt/model.safetensors");
 
-  train_two_steps(model, opt);  // different weights, then a save that fails midway:
+  train_two_steps(model, opt);                 // different weights, then a save that fails midway:
   s.vocab_path = dir + "/no-such-vocab.json";  // model files written, the vocab copy throws
   s.step = 100;
   EXPECT_THROW(save_checkpoint(dir + "/ckpt", model, opt, s), Error);

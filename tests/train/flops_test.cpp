@@ -7,7 +7,8 @@ namespace zero::train {
 namespace {
 
 TEST(FlopsTest, ParameterCountMatchesTheModel) {
-  for (const nn::GPTConfig& c : {nn::GPTConfig{11, 8, 2, 2, 16, 0.0f}, nn::GPTConfig{65, 32, 3, 4, 24, 0.1f}}) {
+  for (const nn::GPTConfig& c :
+       {nn::GPTConfig{11, 8, 2, 2, 16, 0.0f}, nn::GPTConfig{65, 32, 3, 4, 24, 0.1f}}) {
     const nn::GPT model(c, 1);
     EXPECT_EQ(gpt_num_params(c), model.NumParameters());
     EXPECT_EQ(gpt_num_params(c, false), model.NumParameters() - c.block_size * c.n_embd);

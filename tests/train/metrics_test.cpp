@@ -30,8 +30,9 @@ TEST(MetricsTest, LineRoundTrip) {
   m.val_loss = 2.25f;
   m.mfu = 0.123;
   const std::string line = to_json_line(m);
-  EXPECT_EQ(line, "{\"step\":100,\"loss\":2.125,\"val_loss\":2.25,\"lr\":0.0010000000474974513,"
-                  "\"ms\":12.5,\"tokens_per_s\":81920.0,\"mfu\":0.123,\"mem_gib\":0.25}");
+  EXPECT_EQ(line,
+            "{\"step\":100,\"loss\":2.125,\"val_loss\":2.25,\"lr\":0.0010000000474974513,"
+            "\"ms\":12.5,\"tokens_per_s\":81920.0,\"mfu\":0.123,\"mem_gib\":0.25}");
   const StepMetrics back = from_json_line(line);
   EXPECT_EQ(back.step, 100);
   EXPECT_EQ(back.loss, 2.125f);
@@ -53,7 +54,8 @@ TEST(MetricsTest, ConsoleLine) {
   m.mfu = 0.1234;
   m.mem_gib = 1.2;
   EXPECT_EQ(format_log_line(m, 5000),
-            "step 100/5000 | loss 2.1234 | lr 1.00e-03 | 12.5 ms | 362k tok/s | mfu 12.3% | mem 1.20 GiB");
+            "step 100/5000 | loss 2.1234 | lr 1.00e-03 | 12.5 ms | 362k tok/s | mfu 12.3% | mem "
+            "1.20 GiB");
   m.mfu.reset();
   m.mem_gib = 0.25;
   EXPECT_EQ(format_log_line(m, 5000),
@@ -89,7 +91,8 @@ TEST(MetricsTest, ATruncatedLastLineIsSkipped) {
   const std::string path = ::testing::TempDir() + "zero_metrics_truncated.jsonl";
   {
     std::ofstream out(path);
-    out << to_json_line(record(1, 2.0f)) << "\n" << "{\"step\":2,\"lo";
+    out << to_json_line(record(1, 2.0f)) << "\n"
+        << "{\"step\":2,\"lo";
   }
   EXPECT_EQ(read_metrics(path).size(), 1u);
   {

@@ -77,7 +77,8 @@ Decoded decode(const std::string& png) {
     final_block = header & 1;
     EXPECT_EQ((header >> 1) & 3, 0) << "only stored blocks are expected";
     const uint16_t len = static_cast<uint8_t>(idat[p + 1]) | static_cast<uint8_t>(idat[p + 2]) << 8;
-    const uint16_t nlen = static_cast<uint8_t>(idat[p + 3]) | static_cast<uint8_t>(idat[p + 4]) << 8;
+    const uint16_t nlen = static_cast<uint8_t>(idat[p + 3]) | static_cast<uint8_t>(idat[p + 4])
+                                                                  << 8;
     EXPECT_EQ(static_cast<uint16_t>(~len), nlen);
     d.raw.insert(d.raw.end(), idat.begin() + p + 5, idat.begin() + p + 5 + len);
     p += 5 + len;
@@ -136,7 +137,8 @@ TEST(PngTest, PaletteImageDecodesToTheCanvas) {
 TEST(PngTest, ManyColoursGiveAnRgbImage) {
   Canvas c(40, 10);
   for (int x = 0; x < 40; ++x) {
-    for (int y = 0; y < 10; ++y) c.Set(x, y, {static_cast<uint8_t>(x * 6), static_cast<uint8_t>(y * 20), 7});
+    for (int y = 0; y < 10; ++y)
+      c.Set(x, y, {static_cast<uint8_t>(x * 6), static_cast<uint8_t>(y * 20), 7});
   }
   const Decoded d = decode(encode_png(c));  // 400 colours: more than a palette holds
   EXPECT_EQ(d.color_type, 2);

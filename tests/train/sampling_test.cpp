@@ -29,8 +29,9 @@ std::vector<int32_t> argmax_rows(const Tensor& logits) {
   const int64_t vocab = logits.size(1);
   std::vector<int32_t> out;
   for (int64_t r = 0; r < logits.size(0); ++r) {
-    out.push_back(static_cast<int32_t>(std::max_element(v.begin() + r * vocab, v.begin() + (r + 1) * vocab) -
-                                       (v.begin() + r * vocab)));
+    out.push_back(
+        static_cast<int32_t>(std::max_element(v.begin() + r * vocab, v.begin() + (r + 1) * vocab) -
+                             (v.begin() + r * vocab)));
   }
   return out;
 }
@@ -48,13 +49,13 @@ TEST(SamplingTest, TopKOneAndZeroTemperatureAreArgmax) {
 TEST(SamplingTest, TopKAndTemperatureShapeTheDistribution) {
   // softmax(log p) = p for p = 0.1, 0.2, 0.3, 0.4.
   const std::vector<float> l = {std::log(0.1f), std::log(0.2f), std::log(0.3f), std::log(0.4f)};
-  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 0, 0.09f), 0);   // cumulative 0.1, 0.3, 0.6, 1
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 0, 0.09f), 0);  // cumulative 0.1, 0.3, 0.6, 1
   EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 0, 0.31f), 2);
-  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 2, 0.42f), 2);   // k = 2: 3/7, 4/7
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 2, 0.42f), 2);  // k = 2: 3/7, 4/7
   EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 2, 0.43f), 3);
-  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 3, 0.21f), 1);   // k = 3: 2/9, 3/9, 4/9
+  EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 3, 0.21f), 1);  // k = 3: 2/9, 3/9, 4/9
   EXPECT_EQ(sample_token(l.data(), 4, 1.0f, 3, 0.23f), 2);
-  EXPECT_EQ(sample_token(l.data(), 4, 2.0f, 0, 0.17f), 1);   // T = 2: sqrt(p), normalised
+  EXPECT_EQ(sample_token(l.data(), 4, 2.0f, 0, 0.17f), 1);  // T = 2: sqrt(p), normalised
   EXPECT_EQ(sample_token(l.data(), 4, 2.0f, 0, 0.16f), 0);
 }
 
@@ -90,9 +91,10 @@ TEST(SamplingTest, UsesTheGivenSampler) {
 // Generation by re-running GPT::Forward over the context window at every step, with the
 // window rule generate() documents: it grows to block_size tokens, then restarts from
 // the last block_size / 2.
-std::vector<std::vector<int32_t>> generate_by_forward(nn::GPT& model, const std::vector<int32_t>& prompt,
-                                                      int64_t n_new, float temperature, int64_t batch,
-                                                      Generator& gen) {
+std::vector<std::vector<int32_t>> generate_by_forward(nn::GPT& model,
+                                                      const std::vector<int32_t>& prompt,
+                                                      int64_t n_new, float temperature,
+                                                      int64_t batch, Generator& gen) {
   nn::EvalGuard eval(model);
   NoGradGuard no_grad;
   const int64_t block = model.config().block_size;
@@ -103,7 +105,7 @@ std::vector<std::vector<int32_t>> generate_by_forward(nn::GPT& model, const std:
     std::vector<int32_t> ids;
     for (const auto& s : seqs) ids.insert(ids.end(), s.begin() + start, s.end());
     const Tensor logits = model.Forward(Tensor::FromI32(ids, {batch, t}));  // (B, t, V)
-    const Tensor last = logits.Slice(1, t - 1, t).Reshape({batch, -1});      // (B, V)
+    const Tensor last = logits.Slice(1, t - 1, t).Reshape({batch, -1});     // (B, V)
     const std::vector<int32_t> next = sample_next(last, temperature, 0, gen).ToVector<int32_t>();
     for (int64_t b = 0; b < batch; ++b) seqs[b].push_back(next[b]);
     if (t == block) start = length + 1 - block / 2;
@@ -114,7 +116,8 @@ std::vector<std::vector<int32_t>> generate_by_forward(nn::GPT& model, const std:
 TEST(SamplingTest, CachedGenerationEqualsFullForward) {
   nn::GPT model(nn::GPTConfig{13, 16, 2, 2, 16, 0.1f}, 42);
   const std::vector<int32_t> prompt = {1, 5, 7};
-  for (int64_t n_new : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{45}}) {  // 45: the window slides
+  for (int64_t n_new :
+       {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{45}}) {  // 45: the window slides
     Generator g1(9), g2(9);
     const auto cached = generate(model, prompt, n_new, 1.0f, 0, 3, g1);
     const auto reference = generate_by_forward(model, prompt, n_new, 1.0f, 3, g2);

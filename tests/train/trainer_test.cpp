@@ -18,7 +18,8 @@ namespace {
 std::vector<int32_t> tokens(int64_t n, int64_t vocab, uint64_t seed, bool pattern = false) {
   std::vector<int32_t> out(n);
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = pattern ? static_cast<int32_t>(i % 5) : static_cast<int32_t>(philox_word(seed, i) % vocab);
+    out[i] =
+        pattern ? static_cast<int32_t>(i % 5) : static_cast<int32_t>(philox_word(seed, i) % vocab);
   }
   return out;
 }

@@ -6,10 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "zero/autograd/grad_mode.h"
 #include "zero/io/atomic_file.h"
@@ -45,7 +44,8 @@ std::string shape_of(const Tensor& t) { return shape_to_string(t.sizes()); }
 // The config values of a GPT as "n_layer = 6, n_head = 6, ...".
 std::string describe(const nn::GPTConfig& c) {
   return detail::str_cat("vocab_size = ", c.vocab_size, ", block_size = ", c.block_size,
-                         ", n_layer = ", c.n_layer, ", n_head = ", c.n_head, ", n_embd = ", c.n_embd);
+                         ", n_layer = ", c.n_layer, ", n_head = ", c.n_head,
+                         ", n_embd = ", c.n_embd);
 }
 
 bool same_shape(const nn::GPTConfig& a, const nn::GPTConfig& b) {
@@ -63,8 +63,8 @@ void list_names(std::ostringstream& msg, const char* label, const std::vector<st
 }
 
 void require_file(const std::string& dir, const char* name) {
-  ZERO_CHECK(fs::is_regular_file(fs::path(dir) / name), "no checkpoint in '", dir,
-             "': expected ", (fs::path(dir) / name).string(),
+  ZERO_CHECK(fs::is_regular_file(fs::path(dir) / name), "no checkpoint in '", dir, "': expected ",
+             (fs::path(dir) / name).string(),
              " (a folder written by save_checkpoint, e.g. train_gpt's out/gpt/checkpoint)");
 }
 

@@ -37,8 +37,8 @@ struct TrainerState {
   uint64_t sampler_position = 0;  ///< ... and index of its next window.
   TrainConfig config;             ///< The model's shape and the hyper-parameters.
   std::string data_dir;           ///< Prepared dataset (train.bin, val.bin) the run reads.
-  std::string vocab_path;         ///< vocab.json the token ids refer to (copied into the checkpoint).
-  std::string metrics_path;       ///< The run's JSONL metrics log.
+  std::string vocab_path;    ///< vocab.json the token ids refer to (copied into the checkpoint).
+  std::string metrics_path;  ///< The run's JSONL metrics log.
 };
 
 /// trainer.json text of `state` (pretty-printed; +inf best loss written as null).

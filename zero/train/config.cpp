@@ -12,10 +12,10 @@ TrainConfig TrainConfig::Reference() {
 TrainConfig TrainConfig::SmallCpu() {
   // Sized for a few minutes on a laptop CPU. With so little compute the model underfits,
   // so the levers are throughput and step size, not regularisation: a small model that
-  // sees many tokens (for a fixed FLOP budget, fewer parameters and more data win: ~90k
-  // parameters and ~1M tokens here, Hoffmann et al. 2022), small batches (more updates for the same
-  // tokens: far below the critical batch size early in training), a larger learning
-  // rate with a short warmup, and no dropout (as nanoGPT's "baby GPT" on CPU).
+  // sees many tokens (for a fixed FLOP budget fewer parameters and more data win, Hoffmann
+  // et al. 2022: here ~90k parameters and ~1M tokens), small batches (more updates for
+  // the same tokens; early in training the critical batch size is small), a larger
+  // learning rate with a short warmup, and no dropout (as nanoGPT's "baby GPT" on CPU).
   TrainConfig c;
   c.model.block_size = 64;
   c.model.n_layer = 3;

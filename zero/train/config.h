@@ -15,17 +15,17 @@ namespace zero::train {
 
 /// The model's shape and the optimisation settings of one run.
 struct TrainConfig {
-  nn::GPTConfig model;          ///< Sizes of the GPT (vocab_size is set from the data).
-  int64_t batch_size = 64;      ///< Sequences per step, B.
-  float lr = 1e-3f;             ///< Peak learning rate, reached after the warmup.
-  float min_lr = 1e-4f;         ///< Floor of the cosine decay.
-  int64_t warmup = 100;         ///< Steps of linear warmup.
-  int64_t max_steps = 5000;     ///< Optimiser steps in the run (the cosine reaches min_lr here).
-  float weight_decay = 0.1f;    ///< AdamW decoupled decay (matrices and embeddings only).
-  float beta1 = 0.9f;           ///< AdamW first-moment decay.
-  float beta2 = 0.99f;          ///< AdamW second-moment decay (0.99: small batches, few tokens).
-  float grad_clip = 1.0f;       ///< Global gradient-norm bound (0 disables clipping).
-  uint64_t seed = 1337;         ///< Seeds the weights, dropout and the batch order.
+  nn::GPTConfig model;        ///< Sizes of the GPT (vocab_size is set from the data).
+  int64_t batch_size = 64;    ///< Sequences per step, B.
+  float lr = 1e-3f;           ///< Peak learning rate, reached after the warmup.
+  float min_lr = 1e-4f;       ///< Floor of the cosine decay.
+  int64_t warmup = 100;       ///< Steps of linear warmup.
+  int64_t max_steps = 5000;   ///< Optimiser steps in the run (the cosine reaches min_lr here).
+  float weight_decay = 0.1f;  ///< AdamW decoupled decay (matrices and embeddings only).
+  float beta1 = 0.9f;         ///< AdamW first-moment decay.
+  float beta2 = 0.99f;        ///< AdamW second-moment decay (0.99: small batches, few tokens).
+  float grad_clip = 1.0f;     ///< Global gradient-norm bound (0 disables clipping).
+  uint64_t seed = 1337;       ///< Seeds the weights, dropout and the batch order.
 
   /// nanoGPT's shakespeare_char run: 6 layers, 6 heads, 384 wide, block 256, batch 64,
   /// dropout 0.2, lr 1e-3 -> 1e-4, warmup 100, 5000 steps.

@@ -7,12 +7,12 @@ namespace zero::train {
 
 int64_t gpt_num_params(const nn::GPTConfig& c, bool include_position_embeddings) {
   const int64_t C = c.n_embd;
-  const int64_t per_block = 2 * C                   // ln_1 weight and bias
-                            + 3 * C * C + 3 * C     // attn.c_attn
-                            + C * C + C             // attn.c_proj
-                            + 2 * C                 // ln_2
-                            + 4 * C * C + 4 * C     // mlp.c_fc
-                            + 4 * C * C + C;        // mlp.c_proj
+  const int64_t per_block = 2 * C                                // ln_1 weight and bias
+                            + 3 * C * C + 3 * C                  // attn.c_attn
+                            + C * C + C                          // attn.c_proj
+                            + 2 * C                              // ln_2
+                            + 4 * C * C + 4 * C                  // mlp.c_fc
+                            + 4 * C * C + C;                     // mlp.c_proj
   int64_t n = c.vocab_size * C + c.n_layer * per_block + 2 * C;  // wte (tied head), blocks, ln_f
   if (include_position_embeddings) n += c.block_size * C;        // wpe
   return n;

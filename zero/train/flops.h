@@ -35,8 +35,7 @@ double gpt_train_flops_per_token(const nn::GPTConfig& config, int64_t seq_len);
 
 /// Model FLOPs utilisation: `flops_per_token * tokens_per_second / peak_flops`, in
 /// 0..1 (a fraction, not a percentage). @throws zero::Error unless `peak_flops` > 0.
-double model_flops_utilization(double flops_per_token, double tokens_per_second,
-                               double peak_flops);
+double model_flops_utilization(double flops_per_token, double tokens_per_second, double peak_flops);
 
 /// Peak FP32 FLOP/s of one H100 / H200 SXM GPU without Tensor Cores (67 TFLOP/s, the
 /// datasheet's figure), the default MFU reference of `train_gpt` on CUDA.

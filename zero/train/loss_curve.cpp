@@ -20,7 +20,7 @@ constexpr Rgb kGrid{228, 228, 228};
 constexpr Rgb kTrainColor{31, 119, 180};  // blue
 constexpr Rgb kValColor{230, 110, 0};     // orange
 constexpr Rgb kWhite{255, 255, 255};
-constexpr int kScale = 2;                 // font pixels are 2 x 2: 10 x 14 glyphs
+constexpr int kScale = 2;  // font pixels are 2 x 2: 10 x 14 glyphs
 
 struct Range {
   double lo, hi, step;
@@ -57,8 +57,8 @@ std::vector<LossPoint> finite(const std::vector<LossPoint>& points) {
 
 double nice_tick_step(double range, int max_ticks) {
   ZERO_CHECK(range > 0 && std::isfinite(range) && max_ticks > 0,
-             "nice_tick_step: expected a positive finite range and tick count, got range = ",
-             range, ", max_ticks = ", max_ticks);
+             "nice_tick_step: expected a positive finite range and tick count, got range = ", range,
+             ", max_ticks = ", max_ticks);
   const double raw = range / max_ticks;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0}) {
@@ -93,7 +93,8 @@ Canvas draw_loss_curve(const std::vector<LossPoint>& train_points,
     return left + static_cast<int>(std::lround((step - xs.lo) / (xs.hi - xs.lo) * (right - left)));
   };
   auto py = [&](double loss) {
-    return bottom - static_cast<int>(std::lround((loss - ys.lo) / (ys.hi - ys.lo) * (bottom - top)));
+    return bottom -
+           static_cast<int>(std::lround((loss - ys.lo) / (ys.hi - ys.lo) * (bottom - top)));
   };
   const int glyph_h = Canvas::TextHeight(kScale);
 
@@ -114,19 +115,20 @@ Canvas draw_loss_curve(const std::vector<LossPoint>& train_points,
   // Axes, axis names and the title.
   canvas.Line(left, top, left, bottom, kAxis, 2);
   canvas.Line(left, bottom, right, bottom, kAxis, 2);
-  canvas.Text((left + right - Canvas::TextWidth("step", kScale)) / 2, bottom + 16 + glyph_h,
-              "step", kInk, kScale);
+  canvas.Text((left + right - Canvas::TextWidth("step", kScale)) / 2, bottom + 16 + glyph_h, "step",
+              kInk, kScale);
   canvas.Text(left - Canvas::TextWidth("loss", kScale) / 2, top - 12 - glyph_h, "loss", kInk,
               kScale);
   canvas.Text((width - Canvas::TextWidth(title, kScale)) / 2, 14, title, kInk, kScale);
 
   // The series: val drawn last so its marks sit on top of the noisier train line.
   for (size_t i = 1; i < train.size(); ++i) {
-    canvas.Line(px(train[i - 1].step), py(train[i - 1].loss), px(train[i].step),
-                py(train[i].loss), kTrainColor, 1);
+    canvas.Line(px(train[i - 1].step), py(train[i - 1].loss), px(train[i].step), py(train[i].loss),
+                kTrainColor, 1);
   }
-  if (train.size() == 1) canvas.FillRect(px(train[0].step) - 1, py(train[0].loss) - 1,
-                                         px(train[0].step) + 1, py(train[0].loss) + 1, kTrainColor);
+  if (train.size() == 1)
+    canvas.FillRect(px(train[0].step) - 1, py(train[0].loss) - 1, px(train[0].step) + 1,
+                    py(train[0].loss) + 1, kTrainColor);
   for (size_t i = 0; i < val.size(); ++i) {
     const int x = px(val[i].step), y = py(val[i].loss);
     if (i > 0) canvas.Line(px(val[i - 1].step), py(val[i - 1].loss), x, y, kValColor, 2);
@@ -146,10 +148,9 @@ Canvas draw_loss_curve(const std::vector<LossPoint>& train_points,
     const int x0 = right - box_w - 10, y0 = top + 10;
     const int y1 = y0 + row_h * static_cast<int>(entries.size()) + 8;
     canvas.FillRect(x0, y0, x0 + box_w, y1, kWhite);
-    for (auto [ax, ay, bx, by] : {std::array<int, 4>{x0, y0, x0 + box_w, y0},
-                                  std::array<int, 4>{x0, y1, x0 + box_w, y1},
-                                  std::array<int, 4>{x0, y0, x0, y1},
-                                  std::array<int, 4>{x0 + box_w, y0, x0 + box_w, y1}}) {
+    for (auto [ax, ay, bx, by] :
+         {std::array<int, 4>{x0, y0, x0 + box_w, y0}, std::array<int, 4>{x0, y1, x0 + box_w, y1},
+          std::array<int, 4>{x0, y0, x0, y1}, std::array<int, 4>{x0 + box_w, y0, x0 + box_w, y1}}) {
       canvas.Line(ax, ay, bx, by, kAxis);
     }
     for (size_t i = 0; i < entries.size(); ++i) {

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
-
 #include <nlohmann/json.hpp>
 
 #include "zero/core/error.h"
@@ -32,7 +31,8 @@ StepMetrics from_json_line(const std::string& line) {
     m.step = j.at("step").get<int64_t>();
     // A non-finite loss is written by nlohmann as null; read it back as NaN.
     m.loss = j.at("loss").is_null() ? NAN : j.at("loss").get<float>();
-    if (j.contains("val_loss")) m.val_loss = j["val_loss"].is_null() ? NAN : j["val_loss"].get<float>();
+    if (j.contains("val_loss"))
+      m.val_loss = j["val_loss"].is_null() ? NAN : j["val_loss"].get<float>();
     m.lr = j.at("lr").get<float>();
     m.ms = j.at("ms").get<double>();
     m.tokens_per_s = j.at("tokens_per_s").get<double>();
@@ -40,8 +40,10 @@ StepMetrics from_json_line(const std::string& line) {
     m.mem_gib = j.at("mem_gib").get<double>();
     return m;
   } catch (const nlohmann::json::exception& e) {
-    ZERO_CHECK(false, "metrics: expected a JSON object with step, loss, lr, ms, tokens_per_s, "
-               "mem_gib, got '", line, "' (", e.what(), ")");
+    ZERO_CHECK(false,
+               "metrics: expected a JSON object with step, loss, lr, ms, tokens_per_s, "
+               "mem_gib, got '",
+               line, "' (", e.what(), ")");
   }
   return {};
 }

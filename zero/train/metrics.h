@@ -21,14 +21,14 @@ namespace zero::train {
 
 /// What is recorded about one training step.
 struct StepMetrics {
-  int64_t step = 0;                ///< Optimiser steps done when it was measured.
-  float loss = 0.0f;               ///< Training loss of that step's batch.
-  std::optional<float> val_loss;   ///< Mean validation loss, when evaluated at this step.
-  float lr = 0.0f;                 ///< Learning rate the step used.
-  double ms = 0.0;                 ///< Wall time of the step, milliseconds.
-  double tokens_per_s = 0.0;       ///< Training tokens processed per second.
-  std::optional<double> mfu;       ///< Model FLOPs utilisation, 0..1 (see flops.h).
-  double mem_gib = 0.0;            ///< Peak memory of the device's allocator, GiB.
+  int64_t step = 0;               ///< Optimiser steps done when it was measured.
+  float loss = 0.0f;              ///< Training loss of that step's batch.
+  std::optional<float> val_loss;  ///< Mean validation loss, when evaluated at this step.
+  float lr = 0.0f;                ///< Learning rate the step used.
+  double ms = 0.0;                ///< Wall time of the step, milliseconds.
+  double tokens_per_s = 0.0;      ///< Training tokens processed per second.
+  std::optional<double> mfu;      ///< Model FLOPs utilisation, 0..1 (see flops.h).
+  double mem_gib = 0.0;           ///< Peak memory of the device's allocator, GiB.
 };
 
 /// The JSON line of one record (no trailing newline).

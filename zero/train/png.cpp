@@ -100,7 +100,8 @@ constexpr int kAdvance = 6;
 // ---------------------------------------------------------------- PNG bytes
 
 void put_u32(std::string& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xFF));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xFF));
 }
 
 // length, type, data, CRC-32(type + data)
@@ -271,9 +272,9 @@ std::string encode_png(const Canvas& canvas) {
   std::string ihdr;
   put_u32(ihdr, static_cast<uint32_t>(w));
   put_u32(ihdr, static_cast<uint32_t>(h));
-  ihdr.push_back(8);                           // bit depth
-  ihdr.push_back(indexed ? 3 : 2);             // colour type: 3 palette, 2 RGB
-  ihdr.append({'\0', '\0', '\0'});             // deflate, adaptive filtering, no interlace
+  ihdr.push_back(8);                // bit depth
+  ihdr.push_back(indexed ? 3 : 2);  // colour type: 3 palette, 2 RGB
+  ihdr.append({'\0', '\0', '\0'});  // deflate, adaptive filtering, no interlace
 
   std::string png = "\x89PNG\r\n\x1a\n";
   put_chunk(png, "IHDR", ihdr);

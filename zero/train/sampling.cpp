@@ -35,8 +35,8 @@ int32_t sample_token(const float* logits, int64_t vocab, float temperature, int6
   ZERO_CHECK(u >= 0 && u < 1, "sample_token: expected u in [0, 1), got ", u);
   int64_t best = 0;
   for (int64_t i = 0; i < vocab; ++i) {
-    ZERO_CHECK(!std::isnan(logits[i]) && logits[i] != INFINITY, "sample_token: logit ", i,
-               " is ", logits[i], "; expected finite values or -inf");
+    ZERO_CHECK(!std::isnan(logits[i]) && logits[i] != INFINITY, "sample_token: logit ", i, " is ",
+               logits[i], "; expected finite values or -inf");
     if (logits[i] > logits[best]) best = i;
   }
   ZERO_CHECK(std::isfinite(logits[best]), "sample_token: every logit is -inf");
@@ -89,8 +89,9 @@ std::vector<std::vector<int32_t>> generate(nn::GPT& model, const std::vector<int
                                            const TokenSampler& sampler) {
   const nn::GPTConfig& config = model.config();
   ZERO_CHECK(!prompt.empty(), "generate: expected a prompt of at least one token, got none");
-  ZERO_CHECK(n_new >= 0 && batch >= 1, "generate: expected n_new >= 0 and batch >= 1, got n_new = ",
-             n_new, ", batch = ", batch);
+  ZERO_CHECK(n_new >= 0 && batch >= 1,
+             "generate: expected n_new >= 0 and batch >= 1, got n_new = ", n_new,
+             ", batch = ", batch);
   for (int32_t id : prompt) {
     ZERO_CHECK(id >= 0 && id < config.vocab_size, "generate: prompt token ", id,
                " is outside the model's vocabulary [0, ", config.vocab_size, ")");

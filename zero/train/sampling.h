@@ -24,8 +24,8 @@ namespace zero::train {
 /// Picks one token id given the logits of one position, a temperature, a top-k and a
 /// uniform number u in [0, 1). `sample_token` below is one; chapter 09 passes the
 /// learner's own (exercise ex09.1) to `generate`.
-using TokenSampler = std::function<int32_t(const float* logits, int64_t vocab,
-                                           float temperature, int64_t top_k, float u)>;
+using TokenSampler = std::function<int32_t(const float* logits, int64_t vocab, float temperature,
+                                           int64_t top_k, float u)>;
 
 /// Draws a token from softmax(logits / temperature) restricted to the `top_k` largest
 /// logits (all of them when top_k <= 0 or top_k >= vocab; ties with the k-th largest are
@@ -35,8 +35,7 @@ using TokenSampler = std::function<int32_t(const float* logits, int64_t vocab,
 /// -inf (never drawn) but not NaN or +inf.
 /// @throws zero::Error for vocab <= 0, a negative temperature, u outside [0, 1), or
 /// logits that are NaN, +inf or all -inf.
-int32_t sample_token(const float* logits, int64_t vocab, float temperature, int64_t top_k,
-                     float u);
+int32_t sample_token(const float* logits, int64_t vocab, float temperature, int64_t top_k, float u);
 
 /// One token for each row of `logits` [B, V] (F32, any device): I32 [B] on the same
 /// device, row b drawn by `sampler` with u number b of the B that are reserved from

@@ -53,8 +53,8 @@ StepResult Trainer::Step() {
                       std::max<int64_t>(config_.max_steps, 1), config_.lr, config_.min_lr);
   optimizer_->SetLr(r.lr);
 
-  auto [x, y] = train_sampler_->Next();     // (B, T) each
-  const Tensor loss = model_->Loss(x, y);   // ()
+  auto [x, y] = train_sampler_->Next();    // (B, T) each
+  const Tensor loss = model_->Loss(x, y);  // ()
   loss.Backward();
   r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
                                       : optim::clip_grad_norm(params_, INFINITY);
@@ -67,7 +67,8 @@ StepResult Trainer::Step() {
   optimizer_->ZeroGrad();
   r.loss = loss.Item();  // the one device -> host copy of the step
   ++step_;
-  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
@@ -110,8 +111,10 @@ void Trainer::Save(const std::string& dir) { save_checkpoint(dir, *model_, *opti
 void Trainer::Resume(const std::string& dir) {
   TrainerState s;
   load_checkpoint(dir, *model_, optimizer_.get(), s);
-  ZERO_CHECK(s.sampler_seed == train_sampler_->seed(), "Trainer::Resume: the checkpoint's batches "
-             "come from sampler seed ", s.sampler_seed, ", this run's from ", train_sampler_->seed(),
+  ZERO_CHECK(s.sampler_seed == train_sampler_->seed(),
+             "Trainer::Resume: the checkpoint's batches "
+             "come from sampler seed ",
+             s.sampler_seed, ", this run's from ", train_sampler_->seed(),
              " (resume with the checkpoint's --seed)");
   model_->dropout_generator().SetState(s.dropout_seed, s.dropout_offset);
   train_sampler_->SetPosition(s.sampler_position);

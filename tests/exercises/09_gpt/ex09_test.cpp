@@ -20,8 +20,7 @@ namespace zero::ex09 {
 namespace {
 
 // logits = log(p) for p = 0.1, 0.2, 0.3, 0.4: softmax gives p back.
-const std::vector<float> kLogits = {std::log(0.1f), std::log(0.2f), std::log(0.3f),
-                                    std::log(0.4f)};
+const std::vector<float> kLogits = {std::log(0.1f), std::log(0.2f), std::log(0.3f), std::log(0.4f)};
 
 TEST(SampleTokenTest, InvertsTheCumulativeDistribution) {
   // Cumulative 0.1, 0.3, 0.6, 1.0.
@@ -87,7 +86,7 @@ TEST(AdamWStepTest, FirstStepMovesByLr) {
   h.weight_decay = 0.5f;
   const AdamWScalar s = adamw_step({2.0f, 0.0f, 0.0f}, 1000.0f, h, 1);
   EXPECT_NEAR(s.param, 2.0f * (1 - 0.01f * 0.5f) - 0.01f, 1e-6f);
-  EXPECT_NEAR(s.exp_avg, 100.0f, 1e-3f);     // (1 - 0.9) * 1000
+  EXPECT_NEAR(s.exp_avg, 100.0f, 1e-3f);       // (1 - 0.9) * 1000
   EXPECT_NEAR(s.exp_avg_sq, 10000.0f, 1e-1f);  // (1 - 0.99) * 1000^2
 }
 
@@ -127,7 +126,8 @@ TEST(CausalAttentionHeadTest, KnownValues) {
   EXPECT_FLOAT_EQ(out[2], 2.0f);
   EXPECT_FLOAT_EQ(out[3], 4.0f);
   // Scores 0 and 2 / sqrt(2) for row 1 of q = (1, 1), k = (0, 0), (1, 1).
-  const std::vector<float> out2 = causal_attention_head({0, 0, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, 2, 2);
+  const std::vector<float> out2 =
+      causal_attention_head({0, 0, 1, 1}, {0, 0, 1, 1}, {0, 0, 1, 1}, 2, 2);
   const double w = std::exp(std::sqrt(2.0)) / (1 + std::exp(std::sqrt(2.0)));
   EXPECT_NEAR(out2[2], w, 1e-6);
   EXPECT_NEAR(out2[3], w, 1e-6);
