@@ -163,7 +163,8 @@ TEST_P(AdamWTest, LoadStateRejectsMissingUnknownAndMisshapenEntries) {
 
 TEST_P(AdamWTest, ConstructionRejectsBadParameters) {
   Tensor p = Leaf({1.0f}, {1});
-  expect_error_mentions([&] { optim::AdamW({{"p", p}, {"tied", p}}, {}); }, "\"tied\" is listed twice");
+  expect_error_mentions([&] { optim::AdamW({{"p", p}, {"tied", p}}, {}); },
+                        "\"tied\" is listed twice");
   expect_error_mentions([&] { optim::AdamW({{"x", Tensor::Zeros({1}, opt())}}, {}); }, "\"x\"");
   optim::AdamWOptions bad;
   bad.beta2 = 1.0f;

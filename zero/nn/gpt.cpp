@@ -41,8 +41,9 @@ GPT::GPT(const GPTConfig& config, uint64_t seed)
   Generator* drop = &dropout_gen_;
   // nanoGPT's tree: a `transformer` dict holding wte, wpe, drop, h (the blocks), ln_f.
   auto transformer = RegisterModule("transformer", std::make_shared<ModuleDict>());
-  wte_ = transformer->Add("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd, init));
-  wpe_ = transformer->Add("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, init));
+  const int64_t c = config.n_embd;
+  wte_ = transformer->Add("wte", std::make_shared<Embedding>(config.vocab_size, c, init));
+  wpe_ = transformer->Add("wpe", std::make_shared<Embedding>(config.block_size, c, init));
   drop_ = transformer->Add("drop", std::make_shared<Dropout>(config.dropout, drop));
   auto h = transformer->Add("h", std::make_shared<ModuleDict>());
   for (int64_t i = 0; i < config.n_layer; ++i) {
@@ -53,8 +54,8 @@ GPT::GPT(const GPTConfig& config, uint64_t seed)
 
 Tensor GPT::Hidden_(const Tensor& ids, int64_t start, KVCache* cache) {
   const int64_t t = ids.size(1);
-  const Tensor positions = Tensor::Arange(start, start + t, 1,  // (T)
-                                          TensorOption().WithDtype(DataType::I32).OnDevice(ids.device()));
+  const TensorOption i32 = TensorOption().WithDtype(DataType::I32).OnDevice(ids.device());
+  const Tensor positions = Tensor::Arange(start, start + t, 1, i32);  // (T)
   Tensor x = drop_->Forward(wte_->Forward(ids) + wpe_->Forward(positions));  // (B, T, C)
   for (size_t i = 0; i < blocks_.size(); ++i) {
     x = cache ? blocks_[i]->ForwardCached(x, cache->k_[i], cache->v_[i], start)  // (B, T, C)
