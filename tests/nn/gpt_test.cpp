@@ -5,6 +5,7 @@
 // modes, the KV cache against full forwards, errors, a small model that memorises a
 // text, and (on a GPU) one full training step on CUDA against the CPU.
 #include <gmock/gmock.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -280,6 +281,14 @@ ZERO_INSTANTIATE_DEVICE_TEST(GPTDeviceTest);
 // stack (embeddings, attention, MLP, tied head, loss, backward, AdamW, clipping)
 // has to work for the loss to fall this far.
 TEST(GPTTest, SmallModelMemorisesAText) {
+  // One thread: at this size (8 x 16 tokens, 32 wide) a parallel region costs more than
+  // the work it splits, and far more on a busy machine, where a waiting thread spins.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  struct RestoreThreads {
+    int n;
+    ~RestoreThreads() { omp_set_num_threads(n); }
+  } restore{threads};
   const std::string text =
       "It is a truth universally acknowledged, that a single man in possession of a good "
       "fortune, must be in want of a wife. However little known the feelings or views of "
