@@ -25,9 +25,9 @@
 namespace zero {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::check_gradients;
 using testing::expect_close;
+using testing::expect_error_mentions;
 
 nn::GPTConfig tiny_config(float dropout = 0.0f) {
   nn::GPTConfig c;
@@ -55,14 +55,6 @@ std::map<std::string, Tensor> by_name(const nn::Module& m) {
   return out;
 }
 
-void expect_error_mentions(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected zero::Error";
-  } catch (const Error& e) {
-    for (const std::string& part : parts) EXPECT_THAT(e.what(), HasSubstr(part));
-  }
-}
 
 // The GPT forward written out with functional ops from the named parameters, with its
 // own attention (an additive -1e9 mask), as the reference for GPT::Forward.

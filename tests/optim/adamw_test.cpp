@@ -14,17 +14,9 @@
 namespace zero {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::expect_close;
+using testing::expect_error_mentions;
 
-void expect_error_mentions(const std::function<void()>& fn, const std::string& part) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected zero::Error mentioning " << part;
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(part));
-  }
-}
 
 // AdamW in double, element by element: the reference the steps are checked against.
 struct ReferenceAdamW {
@@ -152,25 +144,25 @@ TEST_P(AdamWTest, LoadStateRejectsMissingUnknownAndMisshapenEntries) {
   Tensor p = Leaf({1.0f, 2.0f}, {2});
   optim::AdamW adamw({{"p", p}}, {});
   const Tensor two = Tensor::Zeros({2}), three = Tensor::Zeros({3});
-  expect_error_mentions([&] { adamw.LoadState({{"p.exp_avg", two}}, 1); }, "p.exp_avg_sq");
+  expect_error_mentions([&] { adamw.LoadState({{"p.exp_avg", two}}, 1); }, {"p.exp_avg_sq"});
   expect_error_mentions(
       [&] { adamw.LoadState({{"p.exp_avg", two}, {"p.exp_avg_sq", two}, {"q.exp_avg", two}}, 1); },
-      "q.exp_avg");
+      {"q.exp_avg"});
   expect_error_mentions([&] { adamw.LoadState({{"p.exp_avg", three}, {"p.exp_avg_sq", two}}, 1); },
-                        "[3]");
+                        {"[3]"});
   EXPECT_EQ(adamw.step(), 0);  // nothing was loaded
 }
 
 TEST_P(AdamWTest, ConstructionRejectsBadParameters) {
   Tensor p = Leaf({1.0f}, {1});
   expect_error_mentions([&] { optim::AdamW({{"p", p}, {"tied", p}}, {}); },
-                        "\"tied\" is listed twice");
-  expect_error_mentions([&] { optim::AdamW({{"x", Tensor::Zeros({1}, opt())}}, {}); }, "\"x\"");
+                        {"\"tied\" is listed twice"});
+  expect_error_mentions([&] { optim::AdamW({{"x", Tensor::Zeros({1}, opt())}}, {}); }, {"\"x\""});
   optim::AdamWOptions bad;
   bad.beta2 = 1.0f;
-  expect_error_mentions([&] { optim::AdamW({{"p", p}}, bad); }, "beta2 = 1");
+  expect_error_mentions([&] { optim::AdamW({{"p", p}}, bad); }, {"beta2 = 1"});
   optim::AdamW adamw({{"p", p}}, {});
-  expect_error_mentions([&] { adamw.decays("nope"); }, "\"nope\"");
+  expect_error_mentions([&] { adamw.decays("nope"); }, {"\"nope\""});
 }
 
 ZERO_INSTANTIATE_DEVICE_TEST(AdamWTest);

@@ -11,9 +11,11 @@
 // stride at all is made contiguous first.
 //
 // MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32; 1 or fp16 ->
-// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores.
+// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores. It is read
+// once per process; set_matmul_mode_override (cuda_ops.h) replaces it for benchmarks.
 #include <cublas_v2.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -50,16 +52,23 @@ cublasHandle_t blas_handle(int device) {
   return handles[device]->handle;
 }
 
+cublasComputeType_t parse_compute_type(const char* mode) {
+  if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) return CUBLAS_COMPUTE_32F;
+  if (!std::strcmp(mode, "tf32")) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (!std::strcmp(mode, "1") || !std::strcmp(mode, "fp16")) return CUBLAS_COMPUTE_32F_FAST_16F;
+  ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, 1, fp16 or tf32, got \"", mode, "\"");
+  return CUBLAS_COMPUTE_32F;
+}
+
+// -1: no override; otherwise a cublasComputeType_t set by set_matmul_mode_override.
+std::atomic<int> mode_override{-1};
+
+// The environment is read once per process; the override (for benchmarks that compare
+// modes in one run, chapter 07) wins while it is set.
 cublasComputeType_t compute_type() {
-  static const cublasComputeType_t type = [] {
-    const char* env = std::getenv("MX_FAST_MATMUL");
-    if (env == nullptr || !std::strcmp(env, "") || !std::strcmp(env, "0")) return CUBLAS_COMPUTE_32F;
-    if (!std::strcmp(env, "tf32")) return CUBLAS_COMPUTE_32F_FAST_TF32;
-    if (!std::strcmp(env, "1") || !std::strcmp(env, "fp16")) return CUBLAS_COMPUTE_32F_FAST_16F;
-    ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, 1, fp16 or tf32, got \"", env, "\"");
-    return CUBLAS_COMPUTE_32F;
-  }();
-  return type;
+  static const cublasComputeType_t from_env = parse_compute_type(std::getenv("MX_FAST_MATMUL"));
+  const int forced = mode_override.load(std::memory_order_relaxed);
+  return forced < 0 ? from_env : static_cast<cublasComputeType_t>(forced);
 }
 
 // How cuBLAS should read the last two dimensions (R x C) of a tensor.
@@ -113,6 +122,11 @@ void gemm(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
 }
 
 }  // namespace
+
+void set_matmul_mode_override(const char* mode) {
+  mode_override.store(mode == nullptr ? -1 : static_cast<int>(parse_compute_type(mode)),
+                      std::memory_order_relaxed);
+}
 
 void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   cuda::set_device(out);
