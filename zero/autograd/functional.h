@@ -117,6 +117,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 
 /// @name Fused layers (Linear, attention, Linear + cross-entropy)
 /// @{
+
 /// y = x @ weight^T + bias. x [..., in], weight [out, in] (PyTorch layout), bias [out] or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 /// Scaled dot-product attention, causal when `causal`. q, k, v [B, H, T, D] -> [B, H, T, D];
