@@ -1,0 +1,79 @@
+// CPU batched matrix multiplication: out[..., M, N] = a[..., M, K] @ b[..., K, N]
+// as one gemm_cpu call per batch matrix (gemm_cpu.cpp does the real work).
+//
+// Transposed views cost nothing: a matrix whose columns are adjacent in memory
+// (column stride 1) is row-major with leading dimension = its row stride; one whose
+// rows are adjacent (row stride 1), such as b.Transpose(-1, -2), is the transpose of
+// a row-major matrix, and gemm_cpu reads it through its trans flag. Only a matrix
+// with neither unit stride is copied. Batch dimensions broadcast through DimsArg.
+#include <omp.h>
+
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cpu/gemm_cpu.h"
+#include "zero/kernels/dims_arg.h"
+
+namespace zero::ops {
+namespace {
+
+// Below this many multiply-adds per matrix, a batch is spread over threads one
+// matrix each instead of splitting each matrix's tiles (too few to share); below
+// kParallelMacs in all, one thread does everything.
+constexpr int64_t kSmallMatrixMacs = int64_t{128} * 128 * 128;
+constexpr int64_t kParallelMacs = int64_t{1} << 18;
+
+// One operand as gemm_cpu reads it: whether it is transposed, its leading dimension,
+// and where each batch matrix starts relative to `data`.
+struct GemmOperand {
+  Tensor storage;  // the tensor read (a contiguous copy when the view needed one)
+  const float* data;
+  bool trans;
+  int64_t ld;
+  DimsArg batch;  // batch sizes of the output, strides of this operand (0 = broadcast)
+};
+
+GemmOperand gemm_operand(const Tensor& t, const Shape& out_batch) {
+  GemmOperand op;
+  op.storage = t;
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  if (t.stride(-1) == 1 || cols == 1) {
+    op.trans = false;
+    op.ld = t.stride(-2);
+  } else if (t.stride(-2) == 1 || rows == 1) {
+    op.trans = true;
+    op.ld = t.stride(-1);
+  } else {
+    // E.g. a slice with a step: no BLAS layout fits, so copy. (With the copy kernel:
+    // Tensor::Contiguous belongs to the autograd layer above this one.)
+    op.storage = Tensor::Empty(t.sizes(), t.options());
+    copy_cpu(t, op.storage);
+    op.trans = false;
+    op.ld = cols;
+  }
+  op.data = op.storage.data_ptr<float>();
+  TensorMeta batch_meta = op.storage.meta();
+  batch_meta.sizes.resize(batch_meta.sizes.size() - 2);
+  batch_meta.strides.resize(batch_meta.strides.size() - 2);
+  op.batch = DimsArg::Broadcast(batch_meta, out_batch);
+  return op;
+}
+
+}  // namespace
+
+void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const Shape out_batch(out.sizes().begin(), out.sizes().end() - 2);
+  const GemmOperand ga = gemm_operand(a, out_batch);
+  const GemmOperand gb = gemm_operand(b, out_batch);
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  const int64_t batch = shape_numel(out_batch);
+  float* po = out.data_ptr<float>();
+  // gemm_cpu runs serially inside a parallel region, so this picks the level.
+  const bool across_batch = batch >= omp_get_max_threads() && batch > 1 &&
+                            M * N * K < kSmallMatrixMacs && batch * M * N * K > kParallelMacs;
+#pragma omp parallel for schedule(static) if (across_batch)
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
+             gb.data + gb.batch.Offset(i), gb.ld, 0.0f, po + i * M * N, N);
+  }
+}
+
+}  // namespace zero::ops
