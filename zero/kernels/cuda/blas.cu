@@ -19,21 +19,21 @@
 #include <mutex>
 #include <vector>
 
+#include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 #include "zero/kernels/dims_arg.h"
 
 namespace zero::ops {
+namespace cuda {
 namespace {
-
-constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
 
 struct BlasHandle {
   cublasHandle_t handle = nullptr;
   Tensor workspace;
 };
 
-cublasHandle_t blas_handle(int device) {
+BlasHandle& blas_state(int device) {
   static std::mutex mutex;
   static std::vector<BlasHandle*> handles;  // never destroyed: tensors may outlive main
   std::lock_guard<std::mutex> lock(mutex);
@@ -41,14 +41,23 @@ cublasHandle_t blas_handle(int device) {
   if (handles[device] == nullptr) {
     auto* h = new BlasHandle();
     ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
-    h->workspace = Tensor::Empty({static_cast<int64_t>(kWorkspaceBytes / 4)},
+    h->workspace = Tensor::Empty({static_cast<int64_t>(kBlasWorkspaceBytes / 4)},
                                  TensorOption().OnDevice(Device::Cuda(device)));
-    ZERO_CUBLAS_CHECK(cublasSetWorkspace(h->handle, h->workspace.data(), kWorkspaceBytes));
+    ZERO_CUBLAS_CHECK(cublasSetWorkspace(h->handle, h->workspace.data(), kBlasWorkspaceBytes));
     handles[device] = h;
   }
-  ZERO_CUBLAS_CHECK(cublasSetStream(handles[device]->handle, cuda::current_stream()));
-  return handles[device]->handle;
+  return *handles[device];
 }
+
+}  // namespace
+
+cublasHandle_t blas_handle(int device) {
+  cublasHandle_t handle = blas_state(device).handle;
+  ZERO_CUBLAS_CHECK(cublasSetStream(handle, current_stream()));
+  return handle;
+}
+
+void* blas_workspace(int device) { return blas_state(device).workspace.data(); }
 
 cublasComputeType_t compute_type() {
   static const cublasComputeType_t type = [] {
@@ -61,6 +70,13 @@ cublasComputeType_t compute_type() {
   }();
   return type;
 }
+
+}  // namespace cuda
+
+namespace {
+
+using cuda::blas_handle;
+using cuda::compute_type;
 
 // How cuBLAS should read the last two dimensions (R x C) of a tensor.
 struct MatrixLayout {
