@@ -31,8 +31,9 @@ void check_matrix(const char* op, const Tensor& t, const char* what, const Shape
 void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
   const char* op = "linear";
   check_same_device(op, {&x, &weight, &bias, &out});
-  ZERO_CHECK(x.dim() == 2 && weight.dim() == 2, op, ": expected x [N, in] and weight [out, in], got ",
-             shape_to_string(x.sizes()), " and ", shape_to_string(weight.sizes()));
+  ZERO_CHECK(x.dim() == 2 && weight.dim() == 2, op,
+             ": expected x [N, in] and weight [out, in], got ", shape_to_string(x.sizes()),
+             " and ", shape_to_string(weight.sizes()));
   const int64_t n = x.size(0), in = x.size(1), n_out = weight.size(0);
   check_matrix(op, x, "x", {n, in});
   check_matrix(op, weight, "weight", {n_out, in});

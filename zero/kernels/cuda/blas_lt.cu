@@ -44,17 +44,19 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
   if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias)) return false;
   cublasLtHandle_t handle = reinterpret_cast<cublasLtHandle_t>(cuda::blas_handle(device));
   MatmulDesc op;
-  if (cublasLtMatmulDescCreate(&op.desc, cuda::compute_type(), CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) {
+  if (cublasLtMatmulDescCreate(&op.desc, cuda::compute_type(), CUDA_R_32F) !=
+      CUBLAS_STATUS_SUCCESS) {
     return false;
   }
   const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                   sizeof(epilogue)));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                   sizeof(bias)));
+  const auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t size) {
+    ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.desc, attribute, value, size));
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+  set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+  set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
   Layout la, lb, ld;
   ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la.layout, CUDA_R_32F, trans_a ? k : m,
                                                trans_a ? m : k, trans_a ? k : m));
@@ -64,8 +66,9 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
   Preference pref;
   ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
   const size_t workspace_bytes = cuda::kBlasWorkspaceBytes;
-  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes)));
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref,
+                                                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &workspace_bytes, sizeof(workspace_bytes)));
   cublasLtMatmulHeuristicResult_t heuristic = {};
   int found = 0;
   if (cublasLtMatmulAlgoGetHeuristic(handle, op.desc, la.layout, lb.layout, ld.layout, ld.layout,

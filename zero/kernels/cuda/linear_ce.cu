@@ -17,7 +17,9 @@ constexpr int kReduceThreads = 1024;
 __global__ void count_kernel(const int32_t* targets, int ignore_index, int64_t n, float* count) {
   __shared__ float scratch[32];
   float c = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) c += targets[i] != ignore_index ? 1.0f : 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    c += targets[i] != ignore_index ? 1.0f : 0.0f;
+  }
   c = cuda::block_sum(c, scratch);
   if (threadIdx.x == 0) *count = c;
 }
