@@ -13,22 +13,10 @@
 namespace zero {
 namespace {
 
+using testing::error_message;
+using testing::contains;
+
 using testing::expect_close;
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class EngineTest : public testing::DeviceTest {
  protected:

@@ -17,24 +17,10 @@ namespace {
 using autograd::OpLinearCrossEntropy;
 using testing::check_gradients;
 using testing::expect_close;
+using testing::expect_error_mentions;
 using testing::randn_leaf;
 
 class FusedOpsTest : public testing::DeviceTest {};
-
-// Expects `f` to throw zero::Error whose message contains every one of `parts`.
-template <typename F>
-void expect_error_mentions(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message lacks \"" << p << "\": " << msg;
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-}
 
 // The gradients of sum(f() * R) for each leaf, R a fixed random tensor: the same
 // projection for the fused op and its reference, so their gradients must agree.

@@ -10,6 +10,8 @@
 namespace zero {
 namespace {
 
+using testing::error_message;
+
 using testing::check_gradients;
 using testing::expect_close;
 using testing::randn_leaf;
@@ -47,18 +49,6 @@ std::vector<float> reference_matmul(const Tensor& a, const Tensor& b, const Shap
     }
   }
   return result;
-}
-
-// The message of the zero::Error that f throws (fails the test if none is thrown).
-template <typename F>
-std::string error_message(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
 }
 
 void expect_contains(const std::string& message, const std::string& part) {

@@ -15,20 +15,12 @@
 namespace zero {
 namespace {
 
+using testing::expect_error_mentions;
+
 using ::testing::HasSubstr;
 using testing::check_gradients;
 using testing::expect_close;
 using testing::randn_leaf;
-
-// Expects `fn` to throw zero::Error whose message contains every one of `parts`.
-void expect_error_mentions(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected zero::Error";
-  } catch (const Error& e) {
-    for (const std::string& part : parts) EXPECT_THAT(e.what(), HasSubstr(part));
-  }
-}
 
 class NnOpsTest : public testing::DeviceTest {
  protected:

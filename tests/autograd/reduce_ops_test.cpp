@@ -11,26 +11,13 @@
 namespace zero {
 namespace {
 
+using testing::expect_error_mentions;
+
 using testing::check_gradients;
 using testing::expect_close;
 using testing::randn_leaf;
 
 class ReduceOpsTest : public testing::DeviceTest {};
-
-// Expects `f` to throw zero::Error whose message contains every one of `parts`.
-template <typename F>
-void expect_error_mentions(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message lacks \"" << p << "\": " << msg;
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-}
 
 // The naive reduction of row-major `x` of shape `sizes` over `dim`: sum, mean, max
 // (the first maximum) and its position, in row-major order of the remaining dims.

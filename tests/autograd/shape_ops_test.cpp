@@ -9,26 +9,13 @@
 namespace zero {
 namespace {
 
+using testing::expect_error_mentions;
+
 using testing::check_gradients;
 using testing::expect_close;
 using testing::randn_leaf;
 
 class ShapeOpsTest : public testing::DeviceTest {};
-
-// Expects `f` to throw zero::Error whose message contains every one of `parts`.
-template <typename F>
-void expect_error_mentions(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message lacks \"" << p << "\": " << msg;
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-}
 
 TEST_P(ShapeOpsTest, MaskedFillBroadcastsMask) {
   Tensor x = Tensor::From({1, 2, 3, 4, 5, 6}, {2, 3}).To(device());

@@ -10,24 +10,12 @@
 namespace zero {
 namespace {
 
+using testing::error_message;
+using testing::contains;
+
 using testing::check_gradients;
 using testing::expect_close;
 using testing::randn_leaf;
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class TensorMethodsTest : public testing::DeviceTest {
  protected:
@@ -190,6 +178,98 @@ TEST(TensorMethodsCpuTest, ToMovesLeafFlagsAndGradients) {
 }
 
 ZERO_INSTANTIATE_DEVICE_TEST(TensorMethodsTest);
+
+// ---------------------------------------------------------------- Tensor::To on a GPU
+// Chapter 03's rules: To(same device) is free, values survive a round trip whatever
+// the layout and dtype, and a leaf moves with its requires-grad flag and gradient.
+
+TEST(TensorMethodsCudaTest, ToSameDeviceIsFree) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  Tensor g = Tensor::Arange(0, 6).Cuda();
+  EXPECT_EQ(g.device(), Device::Cuda(0));
+  Tensor same = g.To(Device::Cuda(0));
+  EXPECT_EQ(same.impl(), g.impl());
+  EXPECT_TRUE(same.SharesStorage(g));
+  EXPECT_EQ(g.Cuda().impl(), g.impl());
+  Tensor w = Tensor::Ones({2}).Cuda().SetRequiresGrad();
+  w.SetGrad(Tensor::Full({2}, 2.0f).Cuda());
+  EXPECT_EQ(w.Cuda().Grad().impl(), w.Grad().impl());  // the gradient is not copied either
+}
+
+TEST(TensorMethodsCudaTest, ToCudaRoundTripKeepsValues) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  Tensor x = Tensor::Arange(0, 24).Reshape({2, 3, 4});
+  const std::vector<float> values = x.ToVector<float>();
+  Tensor g = x.Cuda();
+  EXPECT_FALSE(g.SharesStorage(x));
+  EXPECT_EQ(g.ToVector<float>(), values);
+  Tensor back = g.Cpu();
+  EXPECT_EQ(back.device(), Device::Cpu());
+  EXPECT_TRUE(back.is_contiguous());
+  EXPECT_EQ(back.ToVector<float>(), values);
+  // Non-contiguous sources, either side: the result holds the view's elements.
+  Tensor t = x.Transpose(0, 2).Slice(1, 0, 3, 2);  // (4, 2, 2)
+  ASSERT_FALSE(t.is_contiguous());
+  Tensor tg = t.Cuda();
+  EXPECT_EQ(tg.sizes(), (Shape{4, 2, 2}));
+  EXPECT_EQ(tg.Cpu().ToVector<float>(), t.ToVector<float>());
+  Tensor gt = g.Permute({2, 0, 1}).Slice(0, 1, 4, 2);  // (2, 2, 3) view on the GPU
+  EXPECT_EQ(gt.Cpu().ToVector<float>(), x.Permute({2, 0, 1}).Slice(0, 1, 4, 2).ToVector<float>());
+  // I32 keeps its dtype and exact values (ids beyond 2^24 would not survive a float).
+  Tensor ids = Tensor::FromI32({0, -5, 16777217, 2147483647}, {2, 2});
+  Tensor ids_g = ids.Cuda();
+  EXPECT_EQ(ids_g.dtype(), DataType::I32);
+  EXPECT_EQ(ids_g.Cpu().ToVector<int32_t>(), ids.ToVector<int32_t>());
+  EXPECT_EQ(ids_g.Transpose(0, 1).Cpu().ToVector<int32_t>(),
+            (std::vector<int32_t>{0, 16777217, -5, 2147483647}));
+}
+
+TEST(TensorMethodsCudaTest, ToMovesLeafRequiresGradAndGradient) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  Tensor w = Tensor::From({1, 2, 3}, {3}).SetRequiresGrad();
+  (w * w).Backward(Tensor::Ones({3}));  // grad = 2w
+  ASSERT_TRUE(w.Grad().defined());
+  Tensor wg = w.Cuda();
+  EXPECT_TRUE(wg.is_leaf());
+  EXPECT_TRUE(wg.requires_grad());
+  ASSERT_TRUE(wg.Grad().defined());
+  EXPECT_EQ(wg.Grad().device(), Device::Cuda(0));
+  expect_close(wg.Grad().Cpu(), {2, 4, 6});
+  // The moved leaf is a new leaf: its gradient accumulates on the GPU, not into w's.
+  (wg * 3.0f).Backward(Tensor::Ones({3}).Cuda());
+  expect_close(wg.Grad().Cpu(), {5, 7, 9});
+  expect_close(w.Grad(), {2, 4, 6});
+  // And back again.
+  Tensor wc = wg.Cpu();
+  EXPECT_TRUE(wc.requires_grad());
+  expect_close(wc.Grad(), {5, 7, 9});
+  // A leaf that requires grad but has no gradient yet moves without one.
+  Tensor fresh = Tensor::Zeros({2}).SetRequiresGrad().Cuda();
+  EXPECT_TRUE(fresh.requires_grad());
+  EXPECT_FALSE(fresh.Grad().defined());
+  // A tensor that does not require grad stays that way.
+  EXPECT_FALSE(Tensor::Zeros({2}).Cuda().requires_grad());
+}
+
+TEST(TensorMethodsCudaTest, ToRefusesComputedTensorWhileRecording) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  Tensor w = Tensor::Ones({2}).SetRequiresGrad();
+  Tensor y = w * 2.0f;  // has history
+  const std::string msg = error_message([&] { y.Cuda(); });
+  EXPECT_TRUE(contains(msg, "move the leaves")) << msg;
+  NoGradGuard no_grad;
+  Tensor moved = y.Cuda();  // outside recording it is plain data
+  EXPECT_FALSE(moved.requires_grad());
+  expect_close(moved.Cpu(), {2, 2});
+}
+
+// Runs everywhere: the refusal comes before any memory on the target is touched, so
+// even without a GPU the message is about autograd, not about the missing device.
+TEST(TensorMethodsCpuTest, ToRefusesHistoryBeforeCopying) {
+  Tensor w = Tensor::Ones({2}).SetRequiresGrad();
+  const std::string msg = error_message([&] { (w * 2.0f).To(Device::Cuda(0)); });
+  EXPECT_TRUE(contains(msg, "move the leaves")) << msg;
+}
 
 }  // namespace
 }  // namespace zero

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/test_support.h"
 #include "zero/core/device.h"
 #include "zero/core/error.h"
 #include "zero/core/tensor.h"
@@ -12,20 +13,8 @@
 namespace zero {
 namespace {
 
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::error_message;
+using testing::contains;
 
 TEST(DeviceTest, ParseAcceptsTheThreeForms) {
   EXPECT_EQ(Device::Parse("cpu"), Device::Cpu());

@@ -5,26 +5,14 @@
 
 #include <string>
 
+#include "tests/support/test_support.h"
 #include "zero/core/error.h"
 
 namespace zero {
 namespace {
 
-// The message of the zero::Error that `f` throws (a failure if it throws none).
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::error_message;
+using testing::contains;
 
 TEST(ErrorTest, CheckPassesWhenTrue) { EXPECT_NO_THROW(ZERO_CHECK(1 + 1 == 2, "unused")); }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tests/support/test_support.h"
 #include "zero/core/error.h"
 #include "zero/core/tensor.h"
 #include "zero/core/tensor_context.h"
@@ -14,9 +15,7 @@
 namespace zero {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // Hands out fake, never-dereferenced addresses from a fixed capacity and counts calls.
 class FakeRaw : public RawAllocator {
@@ -227,6 +226,96 @@ TEST(TensorContextTest, DefaultCpuContextBacksTensorBuffers) {
     EXPECT_EQ(ctx.Stats().live_bytes, before + 144);
   }
   EXPECT_EQ(ctx.Stats().live_bytes, before);
+}
+
+// Note [Blocks and streams]: a block is reused only by requests for the stream it was
+// allocated for, so a block freed by one stream's user never reaches another stream.
+TEST(TensorContextTest, BlocksAreReusedOnlyOnTheirStream) {
+  FakeRaw raw(1 << 20);
+  CachingPool pool(raw, 16);
+  constexpr CachingPool::StreamId kOther = 0x1234;
+  void* on_other = pool.Allocate(64, kOther);
+  pool.Free(on_other);
+  void* on_default = pool.Allocate(64);  // the default stream: a new block
+  EXPECT_NE(on_default, on_other);
+  EXPECT_EQ(pool.Stats().misses, 2u);
+  EXPECT_EQ(pool.Allocate(64, kOther), on_other);  // its own stream: reused
+  EXPECT_EQ(pool.Stats().hits, 1u);
+  pool.Free(on_default);
+  pool.Free(on_other);
+  // Best fit stays within the stream. Cached now: default {64, 128}, other {64}.
+  void* big_default = pool.Allocate(128);
+  pool.Free(big_default);
+  void* other_100 = pool.Allocate(100, kOther);  // only default's 128 would fit: a new block
+  EXPECT_NE(other_100, big_default);
+  void* default_200 = pool.Allocate(200);  // nothing of the default stream fits: a new block
+  EXPECT_NE(default_200, on_other);
+  EXPECT_EQ(pool.Allocate(100), big_default);  // the default stream's own 128
+  const MemoryStats s = pool.Stats();
+  EXPECT_EQ(s.hits, 2u);
+  EXPECT_EQ(s.misses, 5u);
+  EXPECT_EQ(s.cached_bytes, 64u + 64u);
+  pool.Free(other_100);
+  pool.Free(default_200);
+  pool.Free(big_default);
+}
+
+// The real CUDA context (cudaMalloc, 512-byte rounding): misses call cudaMalloc,
+// frees are cached, hits reuse, TrimFreePool gives blocks back to the driver.
+TEST(TensorContextTest, CudaContextCachesAndTrims) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  TensorContext& ctx = DefaultTensorContext::Get(Device::Cuda());
+  EXPECT_EQ(ctx.device(), Device::Cuda(0));
+  ctx.TrimFreePool();  // start with an empty cache
+  const MemoryStats s0 = ctx.Stats();
+  EXPECT_EQ(s0.cached_bytes, 0u);
+  void* a = ctx.NewMem(1000);  // rounded to 1024
+  MemoryStats s = ctx.Stats();
+  EXPECT_EQ(s.misses, s0.misses + 1);
+  EXPECT_EQ(s.raw_allocs, s0.raw_allocs + 1);
+  EXPECT_EQ(s.live_bytes, s0.live_bytes + 1024);
+  EXPECT_EQ(s.reserved_bytes, s0.reserved_bytes + 1024);
+  ctx.DeleteMem(a);
+  EXPECT_EQ(ctx.Stats().cached_bytes, 1024u);
+  EXPECT_EQ(ctx.NewMem(1024), a);  // a hit: the same block, no cudaMalloc
+  s = ctx.Stats();
+  EXPECT_EQ(s.hits, s0.hits + 1);
+  EXPECT_EQ(s.raw_allocs, s0.raw_allocs + 1);
+  ctx.DeleteMem(a);
+  {
+    Tensor t = Tensor::Zeros({256}, TensorOption().OnDevice(Device::Cuda()));  // 1024 bytes
+    EXPECT_EQ(t.data(), a);  // tensors draw from the same cache
+  }
+  ctx.TrimFreePool();
+  s = ctx.Stats();
+  EXPECT_EQ(s.cached_bytes, 0u);
+  EXPECT_EQ(s.reserved_bytes, s0.reserved_bytes);
+  EXPECT_EQ(s.raw_frees, s0.raw_frees + 1);
+  EXPECT_EQ(s.live_bytes, s0.live_bytes);
+}
+
+TEST(TensorContextTest, CudaOutOfMemoryStatesRequestAndStatistics) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  TensorContext& ctx = DefaultTensorContext::Get(Device::Cuda());
+  const size_t pebibyte = size_t{1} << 50;
+  const uint64_t raw_frees = ctx.Stats().raw_frees;
+  ctx.DeleteMem(ctx.NewMem(4096));  // one cached block, which the failure trims
+  try {
+    ctx.NewMem(pebibyte);
+    FAIL() << "expected an out-of-memory error for 1 PiB";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, "out of memory")) << msg;
+    EXPECT_TRUE(contains(msg, "cudaMalloc on cuda:0")) << msg;
+    EXPECT_TRUE(contains(msg, "requested " + std::to_string(pebibyte))) << msg;
+    EXPECT_TRUE(contains(msg, "live ")) << msg;
+    EXPECT_TRUE(contains(msg, "reserved ")) << msg;
+  }
+  EXPECT_EQ(ctx.Stats().raw_frees, raw_frees + 1);  // trimmed before the retry
+  EXPECT_EQ(ctx.Stats().cached_bytes, 0u);
+  void* p = ctx.NewMem(512);  // the failure is not sticky: the GPU still works
+  EXPECT_NE(p, nullptr);
+  ctx.DeleteMem(p);
 }
 
 }  // namespace

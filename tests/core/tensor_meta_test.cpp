@@ -5,26 +5,15 @@
 
 #include <string>
 
+#include "tests/support/test_support.h"
 #include "zero/core/error.h"
 #include "zero/core/tensor_meta.h"
 
 namespace zero {
 namespace {
 
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::error_message;
+using testing::contains;
 
 TensorMeta meta_of(const Shape& sizes) { return contiguous_meta(sizes, DataType::F32, Device::Cpu()); }
 

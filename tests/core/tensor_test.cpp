@@ -9,20 +9,8 @@
 namespace zero {
 namespace {
 
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::error_message;
+using testing::contains;
 
 class TensorTest : public testing::DeviceTest {};
 

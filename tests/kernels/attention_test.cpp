@@ -13,23 +13,9 @@ namespace zero {
 namespace {
 
 using testing::expect_close;
+using testing::expect_error_mentions;
 
 class AttentionTest : public testing::DeviceTest {};
-
-// Expects `f` to throw zero::Error whose message contains every one of `parts`.
-template <typename F>
-void expect_error_mentions(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(p), std::string::npos) << "message lacks \"" << p << "\": " << msg;
-    }
-    return;
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-}
 
 TEST_P(AttentionTest, ForwardMatchesNaiveDoubleLoopAndSavesLogSumExp) {
   // One (b, h) slice; Tq < Tk with the causal mask aligned to the end, T past one

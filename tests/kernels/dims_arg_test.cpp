@@ -8,9 +8,7 @@
 namespace zero {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 TEST(DimsArgTest, OffsetOfPermutedAndSlicedTensorMatchesManualComputation) {
   // A (3, 4, 5, 6) buffer, permuted to (5, 3, 6, 4), then dims 0 and 2 sliced with steps.

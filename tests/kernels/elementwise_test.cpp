@@ -12,25 +12,13 @@
 namespace zero {
 namespace {
 
+using testing::error_message;
+using testing::contains;
+
 using ops::BinaryOp;
 using ops::UnaryOp;
 using testing::check_gradients;
 using testing::expect_close;
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a zero::Error";
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 double gelu_reference(double x) {
   const double pi = 3.14159265358979323846;

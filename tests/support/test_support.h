@@ -34,6 +34,32 @@ using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
 void check_gradients(const TensorFn& f, const std::vector<Tensor>& inputs, float eps = 1e-3f,
                      float rtol = 1e-2f, float atol = 1e-3f);
 
+/// Runs `f`, expecting a zero::Error, and returns its message (a failure if none is thrown).
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a zero::Error";
+  return "";
+}
+
+/// True when `text` contains `part`.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Expects `f` to throw a zero::Error whose message contains every one of `parts`.
+template <typename F>
+void expect_error_mentions(F&& f, const std::vector<std::string>& parts) {
+  const std::string msg = error_message(f);
+  for (const std::string& p : parts) {
+    EXPECT_TRUE(contains(msg, p)) << "message lacks \"" << p << "\": " << msg;
+  }
+}
+
 /// Random f32 tensor with requires_grad, on `device`, from a fixed seed.
 Tensor randn_leaf(const Shape& sizes, Device device, uint64_t seed);
 

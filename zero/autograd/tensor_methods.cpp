@@ -165,16 +165,16 @@ Tensor Tensor::Clone() const { return RunOp<autograd::OpCopy>({*this}); }
 
 // Moving a leaf makes a new leaf on `device` with the same requires-grad flag and
 // its gradient moved along; moving a computed tensor is not recorded yet.
+// The history check comes before the copy, so a refused move costs nothing.
 Tensor Tensor::To(Device device) const {
   if (device == this->device()) return *this;
+  ZERO_CHECK(is_leaf() || !requires_grad() || !GradMode::enabled(), "To(): moving a tensor "
+             "with autograd history between devices is not supported; move the leaves instead");
   Tensor out = Tensor::Empty(sizes(), options().OnDevice(device));
   ops::copy(*this, out);
   if (is_leaf()) {
     if (impl()->requires_grad) out.SetRequiresGrad(true);
     if (Grad().defined()) out.SetGrad(Grad().To(device));
-  } else {
-    ZERO_CHECK(!requires_grad() || !GradMode::enabled(), "To(): moving a tensor with autograd "
-               "history between devices is not supported; move the leaves instead");
   }
   return out;
 }

@@ -75,5 +75,11 @@ std::string str_cat(const Args&... args) {
     }                                                                                      \
   } while (0)
 
-/// Marks an unfinished exercise: throws `zero::NotImplementedError` naming it.
+/// Marks an unfinished exercise: throws `zero::NotImplementedError` naming it. In
+/// device code (an exercise's `__host__ __device__` function inside a kernel) nothing
+/// can be thrown, so it traps, and the next CUDA call reports the failed kernel.
+#if defined(__CUDA_ARCH__)
+#define ZERO_NOT_IMPLEMENTED(tag) __trap()
+#else
 #define ZERO_NOT_IMPLEMENTED(tag) ::zero::detail::throw_not_implemented(__FILE__, __LINE__, tag)
+#endif

@@ -32,15 +32,16 @@ size_t CachingPool::RoundUp(size_t bytes) const {
   return (bytes + rounding_ - 1) / rounding_ * rounding_;
 }
 
-void* CachingPool::Allocate(size_t request) {
+void* CachingPool::Allocate(size_t request, StreamId stream) {
   const size_t bytes = RoundUp(request);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = free_.lower_bound(bytes);
+  // The smallest cached block of this stream that is at least `bytes` long.
+  auto it = free_.lower_bound({stream, bytes});
   void* ptr = nullptr;
   size_t size = bytes;
-  if (it != free_.end() && it->first <= 2 * bytes) {
+  if (it != free_.end() && it->first.first == stream && it->first.second <= 2 * bytes) {
     ptr = it->second;
-    size = it->first;
+    size = it->first.second;
     free_.erase(it);
     stats_.cached_bytes -= size;
     ++stats_.hits;
@@ -58,7 +59,7 @@ void* CachingPool::Allocate(size_t request) {
     ++stats_.raw_allocs;
     stats_.reserved_bytes += bytes;
   }
-  live_.emplace(ptr, size);
+  live_.emplace(ptr, Block{size, stream});
   stats_.live_bytes += size;
   if (stats_.live_bytes > stats_.peak_bytes) stats_.peak_bytes = stats_.live_bytes;
   return ptr;
@@ -69,11 +70,11 @@ void CachingPool::Free(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
   ZERO_ASSERT(it != live_.end(), "freeing a block this pool does not own");
-  const size_t size = it->second;
+  const Block block = it->second;
   live_.erase(it);
-  stats_.live_bytes -= size;
-  stats_.cached_bytes += size;
-  free_.emplace(size, ptr);
+  stats_.live_bytes -= block.size;
+  stats_.cached_bytes += block.size;
+  free_.emplace(std::make_pair(block.stream, block.size), ptr);
 }
 
 void CachingPool::TrimFreePool() {
@@ -82,7 +83,8 @@ void CachingPool::TrimFreePool() {
 }
 
 void CachingPool::TrimLocked() {
-  for (auto& [size, ptr] : free_) {
+  for (auto& [key, ptr] : free_) {
+    const size_t size = key.second;
     raw_.Free(ptr, size);
     stats_.reserved_bytes -= size;
     ++stats_.raw_frees;

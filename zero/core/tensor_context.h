@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "zero/core/device.h"
 
@@ -42,24 +43,52 @@ class RawAllocator {
   virtual std::string Name() const = 0;
 };
 
+// Note [Blocks and streams]
+// The host frees a GPU block as soon as its last tensor dies, usually while kernels
+// that read it are still queued. Handing the block straight to the next request is
+// safe only because of stream order: the next user's kernels are queued on the same
+// stream, behind every kernel of the previous user, so they cannot touch the bytes
+// before those kernels have finished. Zero launches every kernel and copy on the
+// legacy default stream (kernels/cuda/cuda_common.cuh, current_stream()), a single
+// stream shared by all host threads, so today every block is used in stream order.
+//
+// The pool keeps that true when more streams arrive: each block records the stream
+// it was allocated for (its owner), keeps it while cached, and is handed out again
+// only to requests for that same stream. Reuse within one stream needs no
+// synchronisation at all. What the pool cannot see is a block used on a *second*
+// stream (allocated for A, read by a kernel on B): freed, it would go back to A
+// while B may still be reading it. A multi-stream user must either keep every
+// tensor on the stream it was allocated for, or add a `RecordStream(ptr, stream)`
+// hook that makes such a block wait (with a CUDA event) for the other stream
+// before it is reused; PyTorch's CUDACachingAllocator does the latter.
+// The CUDA context refuses to build with per-thread default streams
+// (nvcc --default-stream per-thread), where "stream 0" would differ per host thread.
+
 /// A best-fit cache of freed blocks over a `RawAllocator`.
 ///
 /// Requests are rounded up to `rounding` bytes. A request takes the smallest free
-/// block that fits, unless that block is more than twice the request (then a large
-/// block is not pinned by a small tensor, and a new block is made instead). On a raw
-/// failure the pool trims its cache and retries once, then throws `zero::Error`
-/// stating the request and the statistics. Thread-safe.
+/// block of its stream that fits, unless that block is more than twice the request
+/// (then a large block is not pinned by a small tensor, and a new block is made
+/// instead). On a raw failure the pool trims its cache and retries once, then throws
+/// `zero::Error` stating the request and the statistics. Thread-safe. Blocks belong
+/// to the stream they were allocated for: see Note [Blocks and streams].
 class CachingPool {
  public:
+  /// Names a stream without CUDA types: a `cudaStream_t` as an integer.
+  using StreamId = uintptr_t;
+  /// The legacy default stream (`cudaStream_t` 0), on which Zero runs everything.
+  static constexpr StreamId kDefaultStream = 0;
+
   /// A pool drawing from `raw`, rounding every request up to a multiple of `rounding`.
   CachingPool(RawAllocator& raw, size_t rounding);
   ~CachingPool();
   CachingPool(const CachingPool&) = delete;
   CachingPool& operator=(const CachingPool&) = delete;
 
-  /// Returns a block of at least `bytes` (a zero-byte request gets a `rounding`-sized block).
-  void* Allocate(size_t bytes);
-  /// Returns a block to the cache.
+  /// Returns a block of at least `bytes` (a zero-byte request gets a `rounding`-sized
+  /// block) to be used on `stream`; only blocks freed by that stream's users are reused.
+  void* Allocate(size_t bytes, StreamId stream = kDefaultStream);
+  /// Returns a block to the cache of the stream it was allocated for.
   void Free(void* ptr);
   /// Gives every cached (free) block back to the raw allocator.
   void TrimFreePool();
@@ -76,8 +105,13 @@ class CachingPool {
   RawAllocator& raw_;
   size_t rounding_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> free_;           // size -> block, for best fit
-  std::unordered_map<void*, size_t> live_;      // block -> size
+  struct Block {
+    size_t size;
+    StreamId stream;
+  };
+  // (stream, size) -> block: best fit is one lower_bound within the stream's range.
+  std::multimap<std::pair<StreamId, size_t>, void*> free_;
+  std::unordered_map<void*, Block> live_;
   MemoryStats stats_;
 };
 

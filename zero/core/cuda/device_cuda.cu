@@ -8,6 +8,13 @@
 #include "zero/core/device.h"
 #include "zero/core/tensor_context.h"
 
+// Note [Blocks and streams] (core/tensor_context.h): cached blocks are reused in the
+// order of one stream. With per-thread default streams, "stream 0" is a different
+// stream in each host thread and that order is lost, so refuse to build that way.
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#error "Zero's caching allocator requires the legacy default stream; do not build with --default-stream per-thread"
+#endif
+
 namespace zero {
 
 bool cuda_built() { return true; }
@@ -48,12 +55,17 @@ class CudaMallocAllocator : public RawAllocator {
   int index_;
 };
 
-// Caching allocator of one GPU: requests rounded to 512 bytes.
+// Caching allocator of one GPU: requests rounded to 512 bytes (every cudaMalloc
+// result is at least 256-byte aligned; rounding keeps cached sizes few and reusable).
+// Every block is for the legacy default stream, where Zero launches all its work:
+// see Note [Blocks and streams].
 class CUDATensorContext : public TensorContext {
  public:
   explicit CUDATensorContext(int index) : index_(index), raw_(index), pool_(raw_, 512) {}
   Device device() const override { return Device::Cuda(index_); }
-  void* NewMem(size_t bytes) override { return pool_.Allocate(bytes); }
+  void* NewMem(size_t bytes) override {
+    return pool_.Allocate(bytes, CachingPool::kDefaultStream);
+  }
   void DeleteMem(void* ptr) override { pool_.Free(ptr); }
   void TrimFreePool() override { pool_.TrimFreePool(); }
   MemoryStats Stats() const override { return pool_.Stats(); }

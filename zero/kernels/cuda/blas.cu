@@ -11,9 +11,11 @@
 // stride at all is made contiguous first.
 //
 // MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32; 1 or fp16 ->
-// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores.
+// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores. It is read
+// once per process; set_matmul_mode_override (cuda_ops.h) replaces it for benchmarks.
 #include <cublas_v2.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -25,8 +27,18 @@
 #include "zero/kernels/dims_arg.h"
 
 namespace zero::ops {
-namespace cuda {
 namespace {
+
+cublasComputeType_t parse_compute_type(const char* mode) {
+  if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) return CUBLAS_COMPUTE_32F;
+  if (!std::strcmp(mode, "tf32")) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (!std::strcmp(mode, "1") || !std::strcmp(mode, "fp16")) return CUBLAS_COMPUTE_32F_FAST_16F;
+  ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, 1, fp16 or tf32, got \"", mode, "\"");
+  return CUBLAS_COMPUTE_32F;
+}
+
+// -1: no override; otherwise a cublasComputeType_t set by set_matmul_mode_override.
+std::atomic<int> mode_override{-1};
 
 struct BlasHandle {
   cublasHandle_t handle = nullptr;
@@ -41,15 +53,19 @@ BlasHandle& blas_state(int device) {
   if (handles[device] == nullptr) {
     auto* h = new BlasHandle();
     ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
-    h->workspace = Tensor::Empty({static_cast<int64_t>(kBlasWorkspaceBytes / 4)},
+    h->workspace = Tensor::Empty({static_cast<int64_t>(cuda::kBlasWorkspaceBytes / 4)},
                                  TensorOption().OnDevice(Device::Cuda(device)));
-    ZERO_CUBLAS_CHECK(cublasSetWorkspace(h->handle, h->workspace.data(), kBlasWorkspaceBytes));
+    ZERO_CUBLAS_CHECK(
+        cublasSetWorkspace(h->handle, h->workspace.data(), cuda::kBlasWorkspaceBytes));
     handles[device] = h;
   }
   return *handles[device];
 }
 
 }  // namespace
+
+// The handle, workspace and compute mode are shared with blas_lt.cu (blas_common.cuh).
+namespace cuda {
 
 cublasHandle_t blas_handle(int device) {
   cublasHandle_t handle = blas_state(device).handle;
@@ -59,16 +75,12 @@ cublasHandle_t blas_handle(int device) {
 
 void* blas_workspace(int device) { return blas_state(device).workspace.data(); }
 
+// The environment is read once per process; the override (for benchmarks that compare
+// modes in one run, chapter 07) wins while it is set.
 cublasComputeType_t compute_type() {
-  static const cublasComputeType_t type = [] {
-    const char* env = std::getenv("MX_FAST_MATMUL");
-    if (env == nullptr || !std::strcmp(env, "") || !std::strcmp(env, "0")) return CUBLAS_COMPUTE_32F;
-    if (!std::strcmp(env, "tf32")) return CUBLAS_COMPUTE_32F_FAST_TF32;
-    if (!std::strcmp(env, "1") || !std::strcmp(env, "fp16")) return CUBLAS_COMPUTE_32F_FAST_16F;
-    ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, 1, fp16 or tf32, got \"", env, "\"");
-    return CUBLAS_COMPUTE_32F;
-  }();
-  return type;
+  static const cublasComputeType_t from_env = parse_compute_type(std::getenv("MX_FAST_MATMUL"));
+  const int forced = mode_override.load(std::memory_order_relaxed);
+  return forced < 0 ? from_env : static_cast<cublasComputeType_t>(forced);
 }
 
 }  // namespace cuda
@@ -129,6 +141,11 @@ void gemm(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
 }
 
 }  // namespace
+
+void set_matmul_mode_override(const char* mode) {
+  mode_override.store(mode == nullptr ? -1 : static_cast<int>(parse_compute_type(mode)),
+                      std::memory_order_relaxed);
+}
 
 void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   cuda::set_device(out);

@@ -18,7 +18,8 @@ cublasHandle_t blas_handle(int device);
 // That GPU's workspace of kBlasWorkspaceBytes, for cublasLtMatmul.
 void* blas_workspace(int device);
 // MX_FAST_MATMUL: unset or 0 -> exact FP32; 1 or fp16 -> FP16 Tensor Cores inside
-// (FP32 in and out); tf32 -> TF32 Tensor Cores. Read once.
+// (FP32 in and out); tf32 -> TF32 Tensor Cores. Read once; set_matmul_mode_override
+// (cuda_ops.h) replaces it while set.
 cublasComputeType_t compute_type();
 
 }  // namespace zero::ops::cuda

@@ -1,0 +1,23 @@
+// Chapter 07: what main.cpp (the CPU half) and gpu.cu (the GPU half) share: the
+// options, the datasheet figures the measurements are compared with, and the entry
+// point of the GPU half (defined only when the chapter is built with CUDA).
+#pragma once
+
+namespace ch07 {
+
+struct Options {
+  bool quick = false;  // small sizes, few repetitions: the CTest run
+};
+
+// NVIDIA H200 SXM datasheet figures (dense, no sparsity). Assumptions, not
+// measurements: the program prints them as such and measures the rest.
+constexpr double kPeakFp32Tflops = 67.0;
+constexpr double kPeakTf32Tflops = 495.0;
+constexpr double kPeakFp16Tflops = 990.0;
+constexpr double kPeakHbmTBps = 4.8;
+
+// Runs the GEMM, cuBLAS-overhead and GEMV-to-GEMM experiments; returns the number of
+// results that failed their check against the CPU reference.
+int run_gpu_part(const Options& options);
+
+}  // namespace ch07

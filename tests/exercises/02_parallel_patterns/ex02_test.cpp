@@ -1,0 +1,102 @@
+// Tests for exercise 02 (warp_reduce.h). tree_reduce() is checked on the CPU: with
+// one bit per lane, a lane's value after k steps names exactly the lanes it has
+// summed, so the schedule itself is tested, not just the final total; with floats,
+// its result must match a recursive statement of the butterfly bit for bit. The
+// Cuda test runs warp_sum() on a GPU and compares every lane with tree_reduce().
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "warp_reduce.h"
+#include "warp_sum_gpu.h"
+#include "zero/core/device.h"
+#include "zero/core/philox.h"
+
+namespace {
+
+using ch02::kWarpSize;
+using ch02::kWarpSteps;
+using ch02::tree_reduce;
+
+// 32 floats in [-1, 1) from a fixed Philox stream; not exactly representable sums,
+// so a different order of additions shows in the last bits.
+void random_lanes(float (&lanes)[kWarpSize], uint64_t seed) {
+  for (int l = 0; l < kWarpSize; ++l) {
+    lanes[l] = 2.0f * zero::philox_uniform(seed, static_cast<uint64_t>(l)) - 1.0f;
+  }
+}
+
+// The butterfly stated recursively: lane l's value after `steps` steps.
+float butterfly(const float (&x)[kWarpSize], int lane, int steps) {
+  if (steps == 0) return x[lane];
+  const int partner = lane ^ ch02::butterfly_offset(steps - 1);
+  return butterfly(x, lane, steps - 1) + butterfly(x, partner, steps - 1);
+}
+
+TEST(WarpReduceTest, EveryLaneHoldsTheTotalAfterFiveSteps) {
+  int64_t lanes[kWarpSize];
+  for (int l = 0; l < kWarpSize; ++l) lanes[l] = l + 1;
+  tree_reduce(lanes);
+  for (int l = 0; l < kWarpSize; ++l) EXPECT_EQ(lanes[l], 32 * 33 / 2) << "lane " << l;
+}
+
+TEST(WarpReduceTest, AfterEachStepALaneHoldsItsGroup) {
+  // Lane l starts with bit l set; sums of distinct bits are their union, so the
+  // value after k steps is the set of lanes summed into it: those that differ from
+  // l only in the bits of the offsets used so far (16, then 8, ...).
+  for (int steps = 0; steps <= kWarpSteps; ++steps) {
+    uint64_t lanes[kWarpSize];
+    for (int l = 0; l < kWarpSize; ++l) lanes[l] = uint64_t{1} << l;
+    tree_reduce(lanes, steps);
+    int used = 0;  // the bits of the offsets of the first `steps` steps
+    for (int s = 0; s < steps; ++s) used |= ch02::butterfly_offset(s);
+    for (int l = 0; l < kWarpSize; ++l) {
+      uint64_t expected = 0;
+      for (int j = 0; j < kWarpSize; ++j) {
+        if (((j ^ l) & ~used) == 0) expected |= uint64_t{1} << j;
+      }
+      EXPECT_EQ(lanes[l], expected) << "lane " << l << " after " << steps << " steps";
+    }
+  }
+}
+
+TEST(WarpReduceTest, FloatOrderMatchesTheButterflyBitForBit) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    float x[kWarpSize], lanes[kWarpSize];
+    random_lanes(x, seed);
+    random_lanes(lanes, seed);
+    tree_reduce(lanes);
+    double exact = 0.0;
+    for (float v : x) exact += v;
+    for (int l = 0; l < kWarpSize; ++l) {
+      EXPECT_EQ(lanes[l], butterfly(x, l, kWarpSteps)) << "lane " << l << ", seed " << seed;
+      EXPECT_NEAR(lanes[l], exact, 1e-5) << "lane " << l << ", seed " << seed;
+    }
+  }
+}
+
+TEST(WarpReduceTest, WarpSumCudaMatchesTreeReduceOnEveryLane) {
+#ifdef ZERO_EXERCISE_HAS_CUDA
+  if (!zero::cuda_available()) GTEST_SKIP() << "no CUDA device visible";
+  constexpr int kWarps = 8;
+  std::vector<float> values(kWarps * kWarpSize);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = 2.0f * zero::philox_uniform(7, i) - 1.0f;
+  }
+  const std::vector<float> sums = ch02::warp_sums_on_gpu(values);
+  for (int w = 0; w < kWarps; ++w) {
+    float lanes[kWarpSize];
+    for (int l = 0; l < kWarpSize; ++l) lanes[l] = values[w * kWarpSize + l];
+    tree_reduce(lanes);
+    for (int l = 0; l < kWarpSize; ++l) {
+      EXPECT_EQ(sums[w * kWarpSize + l], lanes[l]) << "warp " << w << ", lane " << l;
+    }
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+}  // namespace
