@@ -23,9 +23,11 @@ if(NOT _zero_cuda STREQUAL "OFF")
 endif()
 
 if(ZERO_HAS_CUDA)
-  # Architectures: the user's choice if given; `native` when a GPU is visible now;
-  # otherwise Ampere (A100 80, RTX 30xx 86), Ada (RTX 40xx 89) and Hopper (H100/H200 90).
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+  # Architectures: the user's choice if given (-DCMAKE_CUDA_ARCHITECTURES=... or the
+  # CUDAARCHS environment variable); `native` when a GPU is visible now; otherwise
+  # Ampere (A100 80, RTX 30xx 86), Ada (RTX 40xx 89) and Hopper (H100/H200 90).
+  if((NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+     AND "$ENV{CUDAARCHS}" STREQUAL "")
     find_program(ZERO_NVIDIA_SMI nvidia-smi)
     set(_zero_gpu_seen OFF)
     if(ZERO_NVIDIA_SMI)

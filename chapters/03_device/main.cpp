@@ -135,7 +135,7 @@ bool show_host_copy_model(bool quick) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::printf("Chapter 03: devices, moving tensors, and the cost of a copy%s\n",
               quick ? " (quick)" : "");
@@ -158,4 +158,14 @@ int main(int argc, char** argv) {
 #endif
   if (!ok) std::printf("\nFAILED: a value above is wrong\n");
   return status;
+}
+
+// An unfinished exercise (or any Zero error) ends the program with its message.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const zero::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }

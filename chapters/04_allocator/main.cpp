@@ -157,7 +157,7 @@ bool watch_context(Device device, bool quick) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::printf("Chapter 04: the caching allocator%s\n", quick ? " (quick)" : "");
   ch04::GptShape shape;
@@ -181,4 +181,14 @@ int main(int argc, char** argv) {
 #endif
   if (!ok) std::printf("\nFAILED: see MISMATCH above\n");
   return status;
+}
+
+// An unfinished exercise (or any Zero error) ends the program with its message.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const zero::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }

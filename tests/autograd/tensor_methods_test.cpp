@@ -166,7 +166,7 @@ TEST_P(TensorMethodsTest, ToSameDeviceReturnsItself) {
   EXPECT_EQ(x.To(device()).impl(), x.impl());
 }
 
-TEST(TensorMethodsCpuTest, ToMovesLeafFlagsAndGradients) {
+TEST(TensorMethodsCpuTest, ToCudaMovesLeafFlagsAndGradients) {
   if (!cuda_available()) GTEST_SKIP() << "moving between devices needs a GPU";
   Tensor x = Tensor::Ones({2}).SetRequiresGrad();
   x.SetGrad(Tensor::Full({2}, 3.0f));

@@ -16,6 +16,7 @@ namespace zero {
 
 /// @name Element-wise arithmetic (NumPy broadcasting)
 /// @{
+
 /// `a + b`.
 Tensor add(const Tensor& a, const Tensor& b);
 /// `a - b`.
@@ -54,6 +55,7 @@ Tensor operator-(const Tensor& a);
 
 /// @name Element-wise functions
 /// @{
+
 /// `-x`.
 Tensor neg(const Tensor& x);
 /// `e^x`.
@@ -73,6 +75,7 @@ Tensor gelu(const Tensor& x);
 /// @name Reductions
 /// With `keepdim` the reduced dimension stays with size 1.
 /// @{
+
 /// Sum of all elements (0-d).
 Tensor sum(const Tensor& x);
 /// Sum over `dim`.
@@ -91,6 +94,7 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 
 /// @name Normalisation and losses
 /// @{
+
 /// Softmax over the last dimension.
 Tensor softmax(const Tensor& x);
 /// Log-softmax over the last dimension (numerically stable).
@@ -105,6 +109,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_ind
 
 /// @name Linear algebra
 /// @{
+
 /// Matrix product `a[..., M, K] @ b[..., K, N]`; batch dimensions broadcast; a 1-d
 /// operand is not accepted (use `Unsqueeze`).
 Tensor matmul(const Tensor& a, const Tensor& b);
@@ -112,6 +117,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 
 /// @name Indexing, masking, joining
 /// @{
+
 /// Rows of `weight` [V, C] picked by I32 `ids` [...]: result [..., C].
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 /// `x` with `value` wherever I32 `mask` (broadcast to x) is non-zero.
@@ -122,6 +128,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 
 /// @name Regularisation
 /// @{
+
 /// Zeroes each element with probability `p` and scales the rest by 1/(1-p) when
 /// `training`; the identity otherwise. The mask comes from `gen`'s Philox stream
 /// (the default generator when null), so it is reproducible on any device.

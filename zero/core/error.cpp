@@ -15,7 +15,9 @@ const char* short_path(const char* file) {
 }  // namespace
 
 void throw_check_failure(const char* file, int line, const char* cond, const std::string& msg) {
-  throw Error(str_cat(msg.empty() ? "check failed" : msg, " [", cond, " at ", short_path(file),
+  // ZERO_CHECK(false, ...) marks an unconditional error: the condition says nothing.
+  const std::string where = std::strcmp(cond, "false") == 0 ? "" : str_cat(cond, " ");
+  throw Error(str_cat(msg.empty() ? "check failed" : msg, " [", where, "at ", short_path(file),
                       ":", line, "]"));
 }
 

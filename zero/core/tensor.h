@@ -48,6 +48,7 @@ class Tensor {
   /// `sizes` may be empty for a scalar. Random factories draw from `gen`, or the
   /// default generator when it is null.
   /// @{
+
   /// Uninitialised memory of `sizes`.
   static Tensor Empty(const Shape& sizes, const TensorOption& opt = {});
   /// All zeros.
@@ -76,6 +77,7 @@ class Tensor {
 
   /// @name Properties
   /// @{
+
   /// False for a default-constructed tensor.
   bool defined() const { return impl_ != nullptr; }
   /// Sizes, strides, offset, dtype and device.
@@ -118,6 +120,7 @@ class Tensor {
   /// @name Reading values on the host
   /// These copy from the device when needed, so they are synchronisation points.
   /// @{
+
   /// The single element of a one-element tensor, as float.
   float Item() const;
   /// All elements in row-major order; `T` must match `dtype()`.
@@ -129,6 +132,7 @@ class Tensor {
 
   /// @name Devices
   /// @{
+
   /// This tensor on `device`: itself if already there, else a copy (its gradient moves too).
   Tensor To(Device device) const;
   /// `To(Device::Cuda(index))`.
@@ -141,6 +145,7 @@ class Tensor {
   /// Views share this tensor's buffer (writes through one are seen by the other) and
   /// record themselves for autograd, so gradients flow back through them.
   /// @{
+
   /// Same data with new sizes (one may be -1); throws if strides make that impossible.
   Tensor View(const Shape& sizes) const;
   /// `View` when possible, otherwise a contiguous copy viewed as `sizes`.
@@ -167,6 +172,7 @@ class Tensor {
 
   /// @name Autograd
   /// @{
+
   /// True for a leaf marked with `SetRequiresGrad` or any result computed from one.
   bool requires_grad() const;
   /// Marks a leaf (F32) tensor so `Backward()` computes its gradient.
@@ -192,6 +198,7 @@ class Tensor {
   /// @name In-place updates (not recorded; for initialisation and optimisers)
   /// They throw if the tensor requires grad while gradients are being recorded.
   /// @{
+
   /// Sets every element to `value`.
   Tensor& Fill_(float value);
   /// Copies `src` (same shape, dtype; any device and layout) into this tensor's elements.

@@ -53,6 +53,7 @@ TensorMeta contiguous_meta(const Shape& sizes, DataType dtype, Device device);
 /// Each returns the meta of a view of `m`; none touches memory. They throw
 /// `zero::Error` for an impossible request, naming what was expected and given.
 /// @{
+
 /// Same elements with new sizes; one size may be -1. Needs strides compatible with the new shape.
 TensorMeta meta_view(const TensorMeta& m, Shape sizes);
 /// Swaps dimensions `d0` and `d1`.

@@ -39,7 +39,9 @@ class Stream {
   static Stream Default(int device = 0);
 
   ~Stream();
+  /// Takes over `other`'s handle; `other` is left empty.
   Stream(Stream&& other) noexcept;
+  /// Releases this handle, then takes over `other`'s.
   Stream& operator=(Stream&& other) noexcept;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -73,7 +75,9 @@ class Event {
   static Event Create(int device = 0);
 
   ~Event();
+  /// Takes over `other`'s handle; `other` is left empty.
   Event(Event&& other) noexcept;
+  /// Releases this handle, then takes over `other`'s.
   Event& operator=(Event&& other) noexcept;
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -127,7 +131,9 @@ class PinnedBuffer {
   /// `bytes` bytes of pinned host memory (uninitialised).
   explicit PinnedBuffer(size_t bytes);
   ~PinnedBuffer();
+  /// Takes over `other`'s handle; `other` is left empty.
   PinnedBuffer(PinnedBuffer&& other) noexcept;
+  /// Releases this handle, then takes over `other`'s.
   PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;

@@ -25,6 +25,7 @@ void check_same_device(const char* op, const std::vector<const Tensor*>& tensors
 
 /// @name Element-wise
 /// @{
+
 /// `out = a op b`; `a` and `b` broadcast to `out.sizes()`; any strides.
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 /// `out = a op s`, or `s op a` when `scalar_first`.
@@ -47,6 +48,7 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
 
 /// @name Filling and copying
 /// @{
+
 /// Sets every element of `out` (any layout) to `value`.
 void fill(const Tensor& out, float value);
 /// `out[i] = start + i * step` over the row-major positions of a contiguous `out`.
@@ -63,6 +65,7 @@ void copy(const Tensor& src, const Tensor& dst);
 /// @name Reductions
 /// `dim`-reductions write `out` with the input's shape except size 1 at `dim`.
 /// @{
+
 /// Sum over `dim`.
 void sum(const Tensor& x, int dim, const Tensor& out);
 /// Sum of all elements into one-element `out`.
@@ -84,6 +87,7 @@ void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
 
 /// @name Softmax over the last dimension (contiguous inputs)
 /// @{
+
 /// `y = softmax(x)` row by row.
 void softmax_forward(const Tensor& x, const Tensor& y);
 /// `grad_x = y * (grad_y - sum(grad_y * y))` row by row.
@@ -96,6 +100,7 @@ void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& g
 
 /// @name Matrix multiplication
 /// @{
+
 /// `out[..., M, N] = a[..., M, K] @ b[..., K, N]`. Leading (batch) dimensions broadcast;
 /// `a` and `b` may be transposed views (any strides); `out` is contiguous.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
@@ -106,6 +111,7 @@ Shape matmul_shape(const Shape& a, const Shape& b);
 
 /// @name Layer normalisation over the last dimension C (contiguous inputs)
 /// @{
+
 /// `y = (x - mean) * rstd * weight + bias`; saves `mean` and `rstd` (one per row, F32).
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                         const Tensor& y, const Tensor& mean, const Tensor& rstd);
@@ -117,6 +123,7 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
 
 /// @name Embedding
 /// @{
+
 /// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V).
 void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& out);
 /// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name.
@@ -125,6 +132,7 @@ void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor&
 
 /// @name Cross-entropy fused with log-softmax
 /// @{
+
 /// Mean over rows whose target is not `ignore_index` of `logsumexp(logits[i]) -
 /// logits[i, target[i]]`; 0 when every row is ignored. Saves `lse` [N]. Throws for a
 /// target outside [0, V) that is not `ignore_index`.
@@ -139,6 +147,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
 /// Element i is kept when `philox_uniform(seed, offset + i) >= p`, then scaled by
 /// 1/(1-p). The backward regenerates the mask from (seed, offset) instead of storing it.
 /// @{
+
 /// `y = x * mask / (1 - p)`.
 void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y);
 /// `grad_x = grad_y * mask / (1 - p)`.
@@ -148,6 +157,7 @@ void dropout_backward(const Tensor& grad_y, float p, uint64_t seed, uint64_t off
 
 /// @name Masking and concatenation
 /// @{
+
 /// `out = mask ? value : x`; `mask` is I32 (non-zero = fill) and broadcasts to `x`.
 void masked_fill(const Tensor& x, const Tensor& mask, float value, const Tensor& out);
 /// Joins `inputs` along `dim` into `out`; all other sizes must match.
@@ -156,6 +166,7 @@ void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 
 /// @name Optimiser
 /// @{
+
 /// Hyper-parameters of one AdamW step.
 struct AdamWParams {
   float lr = 1e-3f;           ///< Learning rate.
