@@ -139,6 +139,7 @@ Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = 
 /// One graph node each, doing what a composition of the ops above would do with
 /// less memory traffic or memory (autograd/ops/fused_ops.h).
 /// @{
+
 /// `y = x @ weight^T + bias`. x [..., in], weight [out, in] (PyTorch layout), bias [out] or
 /// undefined. On CUDA the bias is added inside the GEMM (cuBLASLt epilogue).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());

@@ -185,6 +185,7 @@ void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, cons
 /// The kernels behind `linear`, `attention` and `linear_cross_entropy`
 /// (autograd/ops/fused_ops.h). All tensors are F32 and contiguous unless stated.
 /// @{
+
 /// `out[N, out] = x[N, in] @ weight[out, in]^T + bias[out]`; `bias` may be undefined.
 /// On CUDA one cuBLASLt call with the bias epilogue.
 void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
