@@ -115,25 +115,6 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_ind
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// @}
 
-/// @name Fused layers (Linear, attention, Linear + cross-entropy)
-/// @{
-
-/// y = x @ weight^T + bias. x [..., in], weight [out, in] (PyTorch layout), bias [out] or undefined.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
-/// Scaled dot-product attention, causal when `causal`. q, k, v [B, H, T, D] -> [B, H, T, D];
-/// scale 1/sqrt(D). Never materialises [T, T]: flash-style tiles with an online softmax,
-/// the backward recomputes the probabilities from saved row statistics (logsumexp [B, H, T]).
-/// q may hold fewer positions than k and v (T_q <= T_k, generation with a KV cache): q holds
-/// the last T_q positions and the causal mask is aligned to the end (query i sees keys
-/// <= T_k - T_q + i).
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true);
-/// Same value as cross_entropy(linear(x, weight), targets, ignore_index) for x [N, C],
-/// weight [V, C], I32 targets [N], without keeping the [N, V] logits (processes rows in chunks;
-/// the backward recomputes each chunk's logits). Returns a 0-d mean loss.
-Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
-                            int ignore_index = -100);
-/// @}
-
 /// @name Indexing, masking, joining
 /// @{
 
