@@ -135,4 +135,25 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = nullptr);
 /// @}
 
+/// @name Fused ops
+/// One graph node each, doing what a composition of the ops above would do with
+/// less memory traffic or memory (autograd/ops/fused_ops.h).
+/// @{
+
+/// `y = x @ weight^T + bias`. x [..., in], weight [out, in] (PyTorch layout), bias [out] or
+/// undefined. On CUDA the bias is added inside the GEMM (cuBLASLt epilogue).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// Scaled dot-product attention, causal when `causal`. q [B, H, Tq, D], k, v [B, H, Tk, D]
+/// -> [B, H, Tq, D]; scale 1/sqrt(D). Never materialises [Tq, Tk]: flash-style tiles with an
+/// online softmax; the backward recomputes the probabilities from saved row statistics
+/// (logsumexp [B, H, Tq]). With `causal`, Tq <= Tk and q holds the last Tq positions (a KV
+/// cache): query i sees keys j <= Tk - Tq + i. D <= 128 on CUDA.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true);
+/// Same value as `cross_entropy(linear(x, weight), targets, ignore_index)` for x [N, C],
+/// weight [V, C], I32 targets [N], without keeping the [N, V] logits: rows are processed in
+/// chunks and the backward recomputes each chunk's logits. Returns a 0-d mean loss.
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                            int ignore_index = -100);
+/// @}
+
 }  // namespace zero

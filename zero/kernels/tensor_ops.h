@@ -181,4 +181,44 @@ void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, cons
                   const AdamWParams& hp);
 /// @}
 
+/// @name Fused ops: Linear, attention, chunked cross-entropy
+/// The kernels behind `linear`, `attention` and `linear_cross_entropy`
+/// (autograd/ops/fused_ops.h). All tensors are F32 and contiguous unless stated.
+/// @{
+
+/// `out[N, out] = x[N, in] @ weight[out, in]^T + bias[out]`; `bias` may be undefined.
+/// On CUDA one cuBLASLt call with the bias epilogue.
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
+/// `grad_weight = grad_out^T @ x` [out, in] and `grad_bias` = column sums of `grad_out`
+/// [out], both overwritten; either may be undefined (not computed). The input gradient
+/// `grad_out @ weight` is a plain `matmul`.
+void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+                            const Tensor& grad_bias);
+/// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
+/// [B, H, Tk, D]; saves `lse` [B, H, Tq], each row's logsumexp of the scaled scores.
+/// With `causal`, Tq <= Tk and query i sees keys j <= Tk - Tq + i (the mask is aligned
+/// to the end, so q may hold only the newest positions). D <= 128 on CUDA.
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                       const Tensor& out, const Tensor& lse);
+/// Gradients of `attention_forward` (all three overwritten), recomputing the
+/// probabilities from the saved `out` and `lse`.
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, const Tensor& grad_out, bool causal,
+                        const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);
+/// One-element F32 `count` = how many I32 `targets` [N] are not `ignore_index`. On the
+/// CPU, also throws for a target outside [0, vocab) (naming its row); on CUDA such a
+/// target makes the chunk's loss NaN.
+void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
+                         const Tensor& count);
+/// One chunk of rows of a cross-entropy whose mean runs over a larger batch: writes
+/// `lse` [n] = row logsumexp of `logits` [n, V] and adds the chunk's summed row losses
+/// divided by the batch's `count` to one-element `loss` (adds 0 when count is 0).
+void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
+                                 const Tensor& count, const Tensor& lse, const Tensor& loss);
+/// In place: turns a chunk's `logits` [n, V] into their gradient
+/// `grad_loss / count * (softmax(logits) - onehot(target))`, zero rows for ignored targets.
+void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                  const Tensor& grad_loss, const Tensor& count, int ignore_index);
+/// @}
+
 }  // namespace zero::ops

@@ -50,4 +50,18 @@ void concat_cpu(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 void adamw_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                       const AdamWParams& hp);
 
+// Fused ops (linear.cpp, attention.cpp, linear_cross_entropy.cpp dispatch to these).
+void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                           const Tensor& out, const Tensor& lse);
+void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const Tensor& grad_out, bool causal,
+                            const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);
+void cross_entropy_count_cpu(const Tensor& targets, int ignore_index, int64_t vocab,
+                             const Tensor& count);
+void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
+                                     const Tensor& count, const Tensor& lse, const Tensor& loss);
+void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& targets,
+                                      const Tensor& lse, const Tensor& grad_loss,
+                                      const Tensor& count, int ignore_index);
+
 }  // namespace zero::ops

@@ -21,36 +21,13 @@
 #include <mutex>
 #include <vector>
 
+#include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 #include "zero/kernels/dims_arg.h"
 
 namespace zero::ops {
 namespace {
-
-constexpr size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
-
-struct BlasHandle {
-  cublasHandle_t handle = nullptr;
-  Tensor workspace;
-};
-
-cublasHandle_t blas_handle(int device) {
-  static std::mutex mutex;
-  static std::vector<BlasHandle*> handles;  // never destroyed: tensors may outlive main
-  std::lock_guard<std::mutex> lock(mutex);
-  if (handles.size() <= static_cast<size_t>(device)) handles.resize(device + 1, nullptr);
-  if (handles[device] == nullptr) {
-    auto* h = new BlasHandle();
-    ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
-    h->workspace = Tensor::Empty({static_cast<int64_t>(kWorkspaceBytes / 4)},
-                                 TensorOption().OnDevice(Device::Cuda(device)));
-    ZERO_CUBLAS_CHECK(cublasSetWorkspace(h->handle, h->workspace.data(), kWorkspaceBytes));
-    handles[device] = h;
-  }
-  ZERO_CUBLAS_CHECK(cublasSetStream(handles[device]->handle, cuda::current_stream()));
-  return handles[device]->handle;
-}
 
 cublasComputeType_t parse_compute_type(const char* mode) {
   if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) return CUBLAS_COMPUTE_32F;
@@ -63,6 +40,41 @@ cublasComputeType_t parse_compute_type(const char* mode) {
 // -1: no override; otherwise a cublasComputeType_t set by set_matmul_mode_override.
 std::atomic<int> mode_override{-1};
 
+struct BlasHandle {
+  cublasHandle_t handle = nullptr;
+  Tensor workspace;
+};
+
+BlasHandle& blas_state(int device) {
+  static std::mutex mutex;
+  static std::vector<BlasHandle*> handles;  // never destroyed: tensors may outlive main
+  std::lock_guard<std::mutex> lock(mutex);
+  if (handles.size() <= static_cast<size_t>(device)) handles.resize(device + 1, nullptr);
+  if (handles[device] == nullptr) {
+    auto* h = new BlasHandle();
+    ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
+    h->workspace = Tensor::Empty({static_cast<int64_t>(cuda::kBlasWorkspaceBytes / 4)},
+                                 TensorOption().OnDevice(Device::Cuda(device)));
+    ZERO_CUBLAS_CHECK(
+        cublasSetWorkspace(h->handle, h->workspace.data(), cuda::kBlasWorkspaceBytes));
+    handles[device] = h;
+  }
+  return *handles[device];
+}
+
+}  // namespace
+
+// The handle, workspace and compute mode are shared with blas_lt.cu (blas_common.cuh).
+namespace cuda {
+
+cublasHandle_t blas_handle(int device) {
+  cublasHandle_t handle = blas_state(device).handle;
+  ZERO_CUBLAS_CHECK(cublasSetStream(handle, current_stream()));
+  return handle;
+}
+
+void* blas_workspace(int device) { return blas_state(device).workspace.data(); }
+
 // The environment is read once per process; the override (for benchmarks that compare
 // modes in one run, chapter 07) wins while it is set.
 cublasComputeType_t compute_type() {
@@ -70,6 +82,13 @@ cublasComputeType_t compute_type() {
   const int forced = mode_override.load(std::memory_order_relaxed);
   return forced < 0 ? from_env : static_cast<cublasComputeType_t>(forced);
 }
+
+}  // namespace cuda
+
+namespace {
+
+using cuda::blas_handle;
+using cuda::compute_type;
 
 // How cuBLAS should read the last two dimensions (R x C) of a tensor.
 struct MatrixLayout {

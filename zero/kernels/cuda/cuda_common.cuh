@@ -41,4 +41,8 @@ inline bool vec4_ok(const Tensor& t) {
   return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data()) % 16 == 0;
 }
 
+// `t` itself if contiguous, else a contiguous copy on its own device. Kernels use
+// this rather than Tensor::Contiguous, which records autograd (the layer above).
+Tensor contiguous(const Tensor& t);
+
 }  // namespace zero::ops::cuda

@@ -55,4 +55,22 @@ void concat_cuda(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 void adamw_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                       const AdamWParams& hp);
 
+// Fused ops (linear.cpp, attention.cpp, linear_cross_entropy.cpp dispatch to these).
+void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& out);
+void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
+                                 const Tensor& grad_weight, const Tensor& grad_bias);
+void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                           const Tensor& out, const Tensor& lse);
+void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const Tensor& grad_out, bool causal,
+                            const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);
+void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t vocab,
+                              const Tensor& count);
+void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index,
+                                     const Tensor& count, const Tensor& lse, const Tensor& loss);
+void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets,
+                                      const Tensor& lse, const Tensor& grad_loss,
+                                      const Tensor& count, int ignore_index);
+
 }  // namespace zero::ops

@@ -35,7 +35,7 @@ void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tenso
   const int64_t n = ids.numel(), C = weight.size(1), V = weight.size(0);
   if (n == 0) return;
   cuda::set_device(out);
-  const Tensor ids_c = ids.is_contiguous() ? ids : ids.Contiguous();
+  const Tensor ids_c = cuda::contiguous(ids);
   embedding_forward_kernel<<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
       weight.data_ptr<float>(), ids_c.data_ptr<int32_t>(), out.data_ptr<float>(), n, C, V);
   ZERO_CUDA_LAUNCH_CHECK();
@@ -46,8 +46,8 @@ void embedding_backward_cuda(const Tensor& grad_out, const Tensor& ids, const Te
   cuda::set_device(grad_weight);
   fill_cuda(grad_weight, 0.0f);
   if (n == 0) return;
-  const Tensor ids_c = ids.is_contiguous() ? ids : ids.Contiguous();
-  const Tensor g = grad_out.is_contiguous() ? grad_out : grad_out.Contiguous();
+  const Tensor ids_c = cuda::contiguous(ids);
+  const Tensor g = cuda::contiguous(grad_out);
   embedding_backward_kernel<<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
       g.data_ptr<float>(), ids_c.data_ptr<int32_t>(), grad_weight.data_ptr<float>(), n, C, V);
   ZERO_CUDA_LAUNCH_CHECK();

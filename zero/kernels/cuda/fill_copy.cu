@@ -61,17 +61,6 @@ void copy_on_device(const Tensor& src, const Tensor& dst) {
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-// `t` itself if contiguous, else a contiguous copy on the same device.
-Tensor contiguous_on_same_device(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = Tensor::Empty(t.sizes(), t.options());
-  if (t.device().is_cpu()) {
-    copy_cpu(t, c);
-  } else {
-    copy_on_device(t, c);
-  }
-  return c;
-}
 
 }  // namespace
 
@@ -128,7 +117,7 @@ void copy_cuda(const Tensor& src, const Tensor& dst) {
 
   // Across devices: gather the source contiguously on its side, move the bytes,
   // then scatter into the destination's layout on its side.
-  const Tensor s = contiguous_on_same_device(src);
+  const Tensor s = cuda::contiguous(src);
   const Tensor d = dst.is_contiguous() ? dst : Tensor::Empty(dst.sizes(), dst.options());
   if (from.is_cpu()) {
     cuda::set_device(d);
@@ -148,4 +137,18 @@ void copy_cuda(const Tensor& src, const Tensor& dst) {
   }
 }
 
+namespace cuda {
+
+Tensor contiguous(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor c = Tensor::Empty(t.sizes(), t.options());
+  if (t.device().is_cpu()) {
+    copy_cpu(t, c);
+  } else {
+    copy_on_device(t, c);
+  }
+  return c;
+}
+
+}  // namespace cuda
 }  // namespace zero::ops

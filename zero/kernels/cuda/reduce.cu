@@ -174,19 +174,13 @@ __global__ void scale_kernel(float* x, int64_t n, float s) {
   if (i < n) x[i] *= s;
 }
 
-Tensor contiguous(const Tensor& x) {
-  if (x.is_contiguous()) return x;
-  Tensor c = Tensor::Empty(x.sizes(), x.options());
-  copy_cuda(x, c);
-  return c;
-}
 
 }  // namespace
 
 void sum_cuda(const Tensor& x, int dim, const Tensor& out) {
   if (out.numel() == 0) return;
   cuda::set_device(x);
-  const Tensor xc = contiguous(x);
+  const Tensor xc = cuda::contiguous(x);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= x.size(d);
   for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
@@ -201,7 +195,7 @@ void sum_cuda(const Tensor& x, int dim, const Tensor& out) {
 
 void sum_all_cuda(const Tensor& x, const Tensor& out) {
   cuda::set_device(x);
-  const Tensor xc = contiguous(x);
+  const Tensor xc = cuda::contiguous(x);
   const int n = static_cast<int>(xc.numel());
   ZERO_CHECK(xc.numel() == n, "sum: more than 2^31 elements is not supported on CUDA yet");
   size_t temp_bytes = 0;
@@ -231,7 +225,7 @@ void mean_all_cuda(const Tensor& x, const Tensor& out) {
 
 void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) {
   cuda::set_device(x);
-  const Tensor xc = contiguous(x);
+  const Tensor xc = cuda::contiguous(x);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= x.size(d);
   for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
@@ -248,7 +242,7 @@ void max_cuda(const Tensor& x, int dim, const Tensor& values, const Tensor& indi
 
 void max_all_cuda(const Tensor& x, const Tensor& value, const Tensor& index) {
   cuda::set_device(x);
-  const Tensor xc = contiguous(x);
+  const Tensor xc = cuda::contiguous(x);
   const int64_t n = xc.numel();
   const int64_t blocks = std::min<int64_t>(1024, (n + kBlock - 1) / kBlock);
   const int64_t chunk = (n + blocks - 1) / blocks;
@@ -267,7 +261,7 @@ void max_backward_cuda(const Tensor& grad_values, const Tensor& indices, int dim
                        const Tensor& grad_x) {
   if (grad_x.numel() == 0) return;
   cuda::set_device(grad_x);
-  const Tensor g = contiguous(grad_values), idx = contiguous(indices);
+  const Tensor g = cuda::contiguous(grad_values), idx = cuda::contiguous(indices);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= grad_x.size(d);
   for (int d = dim + 1; d < grad_x.dim(); ++d) inner *= grad_x.size(d);

@@ -1,0 +1,324 @@
+// Tests of the fused ops (autograd/ops/fused_ops.cpp): linear, attention and
+// linear_cross_entropy, each against the unfused composition of matmul, softmax,
+// masked_fill and cross_entropy in values and gradients, against finite differences,
+// on the shapes their kernels treat specially (causal masks aligned to the end, T not
+// a multiple of the CUDA tile of 64, head sizes 16/40/64/128, ignored targets, N not a
+// multiple of the chunk), and for clear errors on bad shapes.
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "tests/support/test_support.h"
+#include "zero/autograd/ops/fused_ops.h"
+
+namespace zero {
+namespace {
+
+using autograd::OpLinearCrossEntropy;
+using testing::check_gradients;
+using testing::expect_close;
+using testing::expect_error_mentions;
+using testing::randn_leaf;
+
+class FusedOpsTest : public testing::DeviceTest {};
+
+// The gradients of sum(f() * R) for each leaf, R a fixed random tensor: the same
+// projection for the fused op and its reference, so their gradients must agree.
+std::vector<Tensor> grads_of(const std::function<Tensor()>& f, std::vector<Tensor> leaves) {
+  for (Tensor& leaf : leaves) leaf.ZeroGrad();
+  Tensor out = f();
+  Generator gen(77);
+  sum(out * Tensor::Randn(out.sizes(), out.options(), &gen)).Backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& leaf : leaves) grads.push_back(leaf.Grad());
+  return grads;
+}
+
+void expect_same_grads(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
+                       float rtol, float atol) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    SCOPED_TRACE("gradient of input " + std::to_string(i));
+    ASSERT_TRUE(actual[i].defined() && expected[i].defined());
+    expect_close(actual[i], expected[i], rtol, atol);
+  }
+}
+
+Tensor targets_of(const std::vector<int32_t>& t, Device device) {
+  return Tensor::FromI32(t, {static_cast<int64_t>(t.size())}).To(device);
+}
+
+// ---- linear ----------------------------------------------------------------------
+
+Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b) {
+  Tensor y = matmul(x, w.Transpose(0, 1));
+  return b.defined() ? y + b : y;
+}
+
+TEST_P(FusedOpsTest, LinearMatchesMatmulPlusBias) {
+  Tensor x = randn_leaf({2, 3, 5}, device(), 1);  // leading dimensions are flattened
+  Tensor w = randn_leaf({4, 5}, device(), 2);
+  Tensor b = randn_leaf({4}, device(), 3);
+  Tensor y = linear(x, w, b);
+  EXPECT_EQ(y.sizes(), (Shape{2, 3, 4}));
+  expect_close(y, linear_reference(x, w, b), 1e-5f, 1e-5f);
+  expect_same_grads(grads_of([&] { return linear(x, w, b); }, {x, w, b}),
+                    grads_of([&] { return linear_reference(x, w, b); }, {x, w, b}), 1e-5f, 1e-5f);
+  // Without a bias, and a 1-d x (one row).
+  expect_close(linear(x, w), matmul(x, w.Transpose(0, 1)), 1e-5f, 1e-5f);
+  Tensor x1 = randn_leaf({5}, device(), 4);
+  expect_close(linear(x1, w, b), linear_reference(x1.Unsqueeze(0), w, b).Squeeze(0), 1e-5f,
+               1e-5f);
+}
+
+TEST_P(FusedOpsTest, LinearHandComputed) {
+  Tensor x = Tensor::From({1, 2, 3, 4, 5, 6}, {2, 3}).To(device());
+  Tensor w = Tensor::From({1, 0, -1, 0.5f, 0.5f, 0.5f}, {2, 3}).To(device());
+  Tensor b = Tensor::From({10, 20}, {2}).To(device());
+  // Row 0: (1 - 3) + 10, (1 + 2 + 3) / 2 + 20; row 1: (4 - 6) + 10, 15 / 2 + 20.
+  expect_close(linear(x, w, b), {8, 23, 8, 27.5f});
+}
+
+TEST_P(FusedOpsTest, LinearGradientsAgainstFiniteDifferences) {
+  Tensor x = randn_leaf({3, 2, 4}, device(), 5);
+  Tensor w = randn_leaf({3, 4}, device(), 6);
+  Tensor b = randn_leaf({3}, device(), 7);
+  check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                  {x, w, b});
+  check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); }, {x, w});
+  // A transposed weight view goes through a contiguous copy.
+  Tensor wt = randn_leaf({4, 3}, device(), 8);
+  check_gradients(
+      [](const std::vector<Tensor>& in) { return linear(in[0], in[1].Transpose(0, 1), in[2]); },
+      {x, wt, b});
+}
+
+TEST_P(FusedOpsTest, LinearOnlyWeightNeedsGrad) {
+  Tensor x = Tensor::Ones({2, 3}).To(device());  // no grad: only grad_weight and grad_bias
+  Tensor w = randn_leaf({4, 3}, device(), 9);
+  Tensor b = randn_leaf({4}, device(), 10);
+  sum(linear(x, w, b)).Backward();
+  expect_close(w.Grad(), std::vector<float>(12, 2.0f));  // sum over 2 rows of 1 * x[r, i]
+  expect_close(b.Grad(), std::vector<float>(4, 2.0f));   // two rows
+  EXPECT_FALSE(x.Grad().defined());
+}
+
+TEST_P(FusedOpsTest, LinearBadShapesAreErrors) {
+  Tensor x = Tensor::Zeros({2, 5}).To(device());
+  Tensor w = Tensor::Zeros({4, 5}).To(device());
+  expect_error_mentions([&] { linear(Tensor::Zeros({2, 6}).To(device()), w); },
+                        {"[..., 5]", "[2, 6]", "[4, 5]"});
+  expect_error_mentions([&] { linear(x, Tensor::Zeros({5}).To(device())); }, {"[out, in]", "[5]"});
+  expect_error_mentions([&] { linear(x, w, Tensor::Zeros({5}).To(device())); },
+                        {"bias of shape [4]", "[5]"});
+}
+
+// ---- attention ---------------------------------------------------------------------
+
+// softmax(q k^T / sqrt(D), masked) v with the causal mask aligned to the end.
+Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+  const int64_t tq = q.size(2), tk = k.size(2);
+  Tensor scores = matmul(q, k.Transpose(-1, -2)) * (1.0f / std::sqrt(float(q.size(3))));
+  if (causal) {
+    std::vector<int32_t> mask(tq * tk);
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = 0; j < tk; ++j) mask[i * tk + j] = j > tk - tq + i;
+    scores = masked_fill(scores, Tensor::FromI32(mask, {tq, tk}).To(q.device()), -INFINITY);
+  }
+  return matmul(softmax(scores), v);  // (B, H, Tq, D)
+}
+
+struct AttentionCase {
+  int64_t B, H, Tq, Tk, D;
+  bool causal;
+};
+
+std::string describe(const AttentionCase& c) {
+  return "B " + std::to_string(c.B) + " H " + std::to_string(c.H) + " Tq " +
+         std::to_string(c.Tq) + " Tk " + std::to_string(c.Tk) + " D " + std::to_string(c.D) +
+         (c.causal ? " causal" : " full");
+}
+
+TEST_P(FusedOpsTest, AttentionMatchesComposition) {
+  const AttentionCase cases[] = {
+      {2, 2, 5, 5, 16, true},    {2, 2, 5, 5, 16, false},  // Tq = Tk
+      {1, 3, 3, 7, 16, true},    {1, 3, 3, 7, 16, false},  // Tq < Tk: mask aligned to the end
+      {1, 2, 1, 9, 16, true},                              // one new token against a cache
+      {1, 2, 70, 70, 64, true},  {1, 1, 70, 70, 64, false},  // T not a multiple of 64
+      {1, 1, 67, 131, 64, true},                           // several key tiles, Tq < Tk
+      {1, 1, 65, 65, 40, true},  {1, 1, 33, 33, 128, true},  // padded and widest D
+  };
+  uint64_t seed = 100;
+  for (const AttentionCase& c : cases) {
+    SCOPED_TRACE(describe(c));
+    Tensor q = randn_leaf({c.B, c.H, c.Tq, c.D}, device(), seed++);
+    Tensor k = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    Tensor v = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    Tensor out = attention(q, k, v, c.causal);
+    EXPECT_EQ(out.sizes(), q.sizes());
+    expect_close(out, attention_reference(q, k, v, c.causal), 1e-4f, 1e-5f);
+    expect_same_grads(grads_of([&] { return attention(q, k, v, c.causal); }, {q, k, v}),
+                      grads_of([&] { return attention_reference(q, k, v, c.causal); }, {q, k, v}),
+                      1e-3f, 1e-4f);
+  }
+}
+
+TEST_P(FusedOpsTest, AttentionCausalMaskIsAlignedToTheEnd) {
+  // Tq = Tk: the first query sees only the first key, so its output is v[0].
+  Tensor q = randn_leaf({1, 1, 4, 8}, device(), 20), k = randn_leaf({1, 1, 4, 8}, device(), 21);
+  Tensor v = randn_leaf({1, 1, 4, 8}, device(), 22);
+  expect_close(attention(q, k, v).Slice(2, 0, 1), v.Slice(2, 0, 1), 1e-5f, 1e-6f);
+  // Tq = 2 < Tk = 5: query 0 is position 3 and sees keys 0..3; query 1 sees all five.
+  // Changing key/value 4 must leave row 0 alone and change row 1.
+  Tensor q2 = randn_leaf({1, 1, 2, 8}, device(), 23), k2 = randn_leaf({1, 1, 5, 8}, device(), 24);
+  Tensor v2 = randn_leaf({1, 1, 5, 8}, device(), 25);
+  Tensor before = attention(q2, k2, v2);
+  Tensor bump = Tensor::Zeros({1, 1, 5, 8}).To(device());
+  bump.Slice(2, 4, 5).Fill_(3.0f);
+  Tensor after = attention(q2, k2 + bump, v2 + bump);
+  expect_close(after.Slice(2, 0, 1), before.Slice(2, 0, 1), 1e-5f, 1e-6f);
+  const std::vector<float> b1 = before.Slice(2, 1, 2).Contiguous().ToVector<float>();
+  const std::vector<float> a1 = after.Slice(2, 1, 2).Contiguous().ToVector<float>();
+  float change = 0.0f;
+  for (size_t i = 0; i < b1.size(); ++i) change += std::fabs(a1[i] - b1[i]);
+  EXPECT_GT(change, 0.1f) << "the last query must see the last key";
+}
+
+TEST_P(FusedOpsTest, AttentionGradientsAgainstFiniteDifferences) {
+  const AttentionCase cases[] = {{1, 2, 4, 4, 4, true}, {1, 2, 4, 4, 4, false},
+                                 {2, 1, 3, 5, 4, true}, {2, 1, 3, 5, 4, false}};
+  uint64_t seed = 200;
+  for (const AttentionCase& c : cases) {
+    SCOPED_TRACE(describe(c));
+    Tensor q = randn_leaf({c.B, c.H, c.Tq, c.D}, device(), seed++);
+    Tensor k = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    Tensor v = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    check_gradients(
+        [&](const std::vector<Tensor>& in) { return attention(in[0], in[1], in[2], c.causal); },
+        {q, k, v});
+  }
+}
+
+TEST_P(FusedOpsTest, AttentionOfPermutedViews) {
+  // q, k, v as the model makes them: [B, T, H, D] transposed to [B, H, T, D].
+  Tensor q = randn_leaf({2, 5, 2, 4}, device(), 30), k = randn_leaf({2, 5, 2, 4}, device(), 31);
+  Tensor v = randn_leaf({2, 5, 2, 4}, device(), 32);
+  check_gradients(
+      [](const std::vector<Tensor>& in) {
+        return attention(in[0].Transpose(1, 2), in[1].Transpose(1, 2), in[2].Transpose(1, 2));
+      },
+      {q, k, v});
+}
+
+TEST_P(FusedOpsTest, AttentionBadShapesAreErrors) {
+  Tensor q = Tensor::Zeros({1, 2, 4, 8}).To(device());
+  Tensor k = Tensor::Zeros({1, 2, 3, 8}).To(device());
+  expect_error_mentions([&] { attention(q, k, k, /*causal=*/true); }, {"Tq = 4", "Tk = 3"});
+  EXPECT_NO_THROW(attention(q, k, k, /*causal=*/false));
+  expect_error_mentions([&] { attention(q.Squeeze(0), q, q); }, {"[B, H, T, D]", "[2, 4, 8]"});
+  Tensor other_d = Tensor::Zeros({1, 2, 4, 6}).To(device());
+  expect_error_mentions([&] { attention(q, other_d, other_d); }, {"k of shape [1, 2, 4, 8]",
+                                                                   "[1, 2, 4, 6]"});
+  Tensor v_short = Tensor::Zeros({1, 2, 5, 8}).To(device());
+  expect_error_mentions([&] { attention(q, q, v_short); }, {"v of shape [1, 2, 4, 8]"});
+}
+
+// ---- linear_cross_entropy ------------------------------------------------------------
+
+Tensor lce_reference(const Tensor& x, const Tensor& w, const Tensor& t, int ignore_index) {
+  return cross_entropy(linear(x, w), t, ignore_index);
+}
+
+// The fused op with an explicit chunk size, to exercise several chunks on small data.
+Tensor lce_chunked(const Tensor& x, const Tensor& w, const Tensor& t, int64_t chunk_rows,
+                   int ignore_index = -100) {
+  return autograd::RunOp<OpLinearCrossEntropy>({x, w, t}, ignore_index, chunk_rows);
+}
+
+// Targets spread over [0, vocab); with `ignore_every` > 0 every such row (from row 2)
+// is -100 instead.
+std::vector<int32_t> some_targets(int64_t n, int32_t vocab, int32_t ignore_every) {
+  std::vector<int32_t> t(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool ignored = ignore_every > 0 && i % ignore_every == 2;
+    t[i] = ignored ? -100 : static_cast<int32_t>((i * 5 + 3) % vocab);
+  }
+  return t;
+}
+
+TEST_P(FusedOpsTest, LinearCrossEntropyMatchesComposition) {
+  const int64_t n = 37, c = 8, vocab = 11;
+  Tensor x = randn_leaf({n, c}, device(), 40);
+  Tensor w = randn_leaf({vocab, c}, device(), 41);
+  Tensor t = targets_of(some_targets(n, vocab, 5), device());
+  Tensor expected = lce_reference(x, w, t, -100);
+  const std::vector<Tensor> expected_grads =
+      grads_of([&] { return lce_reference(x, w, t, -100); }, {x, w});
+  // One chunk (the default for this vocabulary), then chunks of 5 rows: 37 = 7 * 5 + 2,
+  // so the mean must run over the whole batch, not each chunk.
+  for (int64_t chunk : {OpLinearCrossEntropy::default_chunk_rows(vocab), int64_t{5}, int64_t{1}}) {
+    SCOPED_TRACE("chunk rows " + std::to_string(chunk));
+    Tensor loss = lce_chunked(x, w, t, chunk);
+    EXPECT_EQ(loss.dim(), 0);
+    expect_close(loss, expected, 1e-5f, 1e-6f);
+    expect_same_grads(grads_of([&] { return lce_chunked(x, w, t, chunk); }, {x, w}),
+                      expected_grads, 1e-4f, 1e-6f);
+  }
+  expect_close(linear_cross_entropy(x, w, t), expected, 1e-5f, 1e-6f);
+  // Another ignore index.
+  Tensor t7 = targets_of(some_targets(n, 7, 0), device());  // 3 is among them
+  expect_close(lce_chunked(x, w, t7, 4, /*ignore_index=*/3), lce_reference(x, w, t7, 3), 1e-5f,
+               1e-6f);
+}
+
+TEST_P(FusedOpsTest, LinearCrossEntropyGradientsAgainstFiniteDifferences) {
+  Tensor x = randn_leaf({7, 3}, device(), 50);
+  Tensor w = randn_leaf({5, 3}, device(), 51);
+  Tensor t = targets_of({0, 4, -100, 2, 2, 1, -100}, device());
+  check_gradients([&](const std::vector<Tensor>& in) { return lce_chunked(in[0], in[1], t, 3); },
+                  {x, w});
+  check_gradients(
+      [&](const std::vector<Tensor>& in) { return linear_cross_entropy(in[0], in[1], t); },
+      {x, w});
+}
+
+TEST_P(FusedOpsTest, LinearCrossEntropyAllIgnoredIsZero) {
+  Tensor x = randn_leaf({4, 3}, device(), 52);
+  Tensor w = randn_leaf({5, 3}, device(), 53);
+  Tensor loss = lce_chunked(x, w, targets_of({-100, -100, -100, -100}, device()), 3);
+  EXPECT_EQ(loss.Item(), 0.0f);
+  loss.Backward();
+  expect_close(x.Grad(), std::vector<float>(12, 0.0f), 0.0f, 0.0f);
+  expect_close(w.Grad(), std::vector<float>(15, 0.0f), 0.0f, 0.0f);
+}
+
+TEST_P(FusedOpsTest, LinearCrossEntropyDefaultChunkRows) {
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(65), 8192);      // character vocabulary
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304), 1334);   // GPT-2, 256 MiB of logits
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(1 << 20), 256);  // the floor
+}
+
+TEST_P(FusedOpsTest, LinearCrossEntropyBadTargetsAndShapesAreErrors) {
+  Tensor x = Tensor::Zeros({4, 3}).To(device());
+  Tensor w = Tensor::Zeros({5, 3}).To(device());
+  if (device().is_cuda()) {
+    // Note [Bad indices on the GPU]: the loss turns NaN instead of throwing.
+    EXPECT_TRUE(std::isnan(lce_chunked(x, w, targets_of({0, 1, 2, 9}, device()), 2).Item()));
+  } else {
+    // The row named is the row of the whole batch, not of its chunk.
+    expect_error_mentions([&] { lce_chunked(x, w, targets_of({0, 1, 2, 9}, device()), 2); },
+                          {"target 9", "row 3", "V = 5"});
+  }
+  expect_error_mentions([&] { linear_cross_entropy(x, Tensor::Zeros({5, 4}).To(device()),
+                                                   targets_of({0, 0, 0, 0}, device())); },
+                        {"[4, 3]", "[5, 4]"});
+  expect_error_mentions([&] { linear_cross_entropy(x, w, targets_of({0, 0, 0}, device())); },
+                        {"targets of shape [4]", "[3]"});
+  expect_error_mentions([&] { linear_cross_entropy(x, w, Tensor::Zeros({4}).To(device())); },
+                        {"i32", "f32"});
+}
+
+ZERO_INSTANTIATE_DEVICE_TEST(FusedOpsTest);
+
+}  // namespace
+}  // namespace zero

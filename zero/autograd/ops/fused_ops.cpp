@@ -1,0 +1,200 @@
+// Forward and backward of the fused ops (Linear, attention, linear + cross-entropy)
+// and their functional API, which checks the shapes a user is most likely to get
+// wrong before anything runs. The kernels are in kernels/{linear,attention,
+// linear_cross_entropy}.cpp.
+#include "zero/autograd/ops/fused_ops.h"
+
+#include <algorithm>
+
+#include "zero/autograd/functional.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+namespace autograd {
+namespace {
+
+// `t` with its last dimension replaced by `last`.
+Shape with_last(const Shape& t, int64_t last) {
+  Shape s = t;
+  s.back() = last;
+  return s;
+}
+
+}  // namespace
+
+// ---- Linear ------------------------------------------------------------------
+
+std::vector<Tensor> OpLinear::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& weight = in[1];                          // (out, in)
+  const Tensor bias = in.size() > 2 ? in[2] : Tensor();  // (out) or undefined
+  const Tensor x = in[0].View({-1, weight.size(1)});     // (N, in)
+  Tensor out = Tensor::Empty({x.size(0), weight.size(0)}, x.options());  // (N, out)
+  ops::linear_forward(x, weight, bias, out);
+  return {out.View(with_last(in[0].sizes(), weight.size(0)))};  // (..., out)
+}
+
+std::vector<Tensor> OpLinear::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& weight = inputs()[1];
+  const Tensor x = inputs()[0].View({-1, weight.size(1)});                 // (N, in)
+  const Tensor g = grad[0].Contiguous().View({-1, weight.size(0)});        // (N, out)
+  Tensor grad_x, grad_weight, grad_bias;
+  if (needs_grad(0)) {
+    grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
+    ops::matmul(g, weight, grad_x);
+    grad_x = grad_x.View(inputs()[0].sizes());  // (..., in)
+  }
+  if (needs_grad(1)) grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (out, in)
+  if (needs_grad(2)) grad_bias = Tensor::Empty({weight.size(0)}, weight.options());  // (out)
+  if (grad_weight.defined() || grad_bias.defined()) {
+    ops::linear_backward_params(g, x, grad_weight, grad_bias);
+  }
+  std::vector<Tensor> grads = {grad_x, grad_weight};
+  if (inputs().size() > 2) grads.push_back(grad_bias);
+  return grads;
+}
+
+// ---- Attention ---------------------------------------------------------------
+
+std::vector<Tensor> OpAttention::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& q = in[0];  // (B, H, Tq, D)
+  Tensor out = Tensor::Empty(q.sizes(), q.options());                        // (B, H, Tq, D)
+  lse_ = Tensor::Empty({q.size(0), q.size(1), q.size(2)}, q.options());      // (B, H, Tq)
+  ops::attention_forward(q, in[1], in[2], causal_, out, lse_);
+  out_ = out.Detach();
+  return {out};
+}
+
+std::vector<Tensor> OpAttention::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& q = inputs()[0];
+  const Tensor& k = inputs()[1];
+  const Tensor& v = inputs()[2];
+  Tensor grad_q = Tensor::Empty(q.sizes(), q.options());  // (B, H, Tq, D)
+  Tensor grad_k = Tensor::Empty(k.sizes(), k.options());  // (B, H, Tk, D)
+  Tensor grad_v = Tensor::Empty(v.sizes(), v.options());  // (B, H, Tk, D)
+  ops::attention_backward(q, k, v, out_, lse_, grad[0].Contiguous(), causal_, grad_q, grad_k,
+                          grad_v);
+  return {needs_grad(0) ? grad_q : Tensor(), needs_grad(1) ? grad_k : Tensor(),
+          needs_grad(2) ? grad_v : Tensor()};
+}
+
+void OpAttention::ReleaseSaved_() {
+  out_ = Tensor();
+  lse_ = Tensor();
+}
+
+// ---- Linear + cross-entropy --------------------------------------------------
+
+int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
+  // 256 MiB of logits: GPT-2's 50304-word vocabulary gets 1334 rows a chunk (7 chunks
+  // for B*T = 8192, against 1.6 GiB for the full logits); a character vocabulary gets
+  // the maximum, 8192 rows (2 MiB).
+  constexpr int64_t kChunkFloats = int64_t{64} << 20;
+  return std::clamp<int64_t>(kChunkFloats / std::max<int64_t>(vocab, 1), 256, 8192);
+}
+
+std::vector<Tensor> OpLinearCrossEntropy::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];        // (N, C)
+  const Tensor& weight = in[1];   // (V, C)
+  const Tensor& targets = in[2];  // (N)
+  const int64_t n = x.size(0), vocab = weight.size(0);
+  const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
+  count_ = Tensor::Empty({}, x.options());          // ()
+  ops::cross_entropy_count(targets, ignore_index_, vocab, count_);
+  Tensor loss = Tensor::Zeros({}, x.options());      // () the chunks add into it
+  lse_ = Tensor::Empty({n}, x.options());            // (N)
+  Tensor buffer = Tensor::Empty({std::min(n, chunk_rows_), vocab}, x.options());  // (chunk, V)
+  for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
+    const int64_t r1 = std::min(n, r0 + chunk_rows_);
+    const Tensor logits = buffer.Slice(0, 0, r1 - r0);  // (rows, V)
+    ops::matmul(x.Slice(0, r0, r1), weight_t, logits);
+    ops::cross_entropy_chunk_forward(logits, targets.Slice(0, r0, r1), ignore_index_, count_,
+                                     lse_.Slice(0, r0, r1), loss);
+  }
+  return {loss};
+}
+
+std::vector<Tensor> OpLinearCrossEntropy::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& x = inputs()[0];        // (N, C)
+  const Tensor& weight = inputs()[1];   // (V, C)
+  const Tensor& targets = inputs()[2];  // (N)
+  const int64_t n = x.size(0), vocab = weight.size(0);
+  const Tensor weight_t = weight.Transpose(0, 1);  // (C, V)
+  Tensor grad_x = needs_grad(0) ? Tensor::Empty(x.sizes(), x.options()) : Tensor();  // (N, C)
+  Tensor grad_weight;  // (V, C); zeros if there are no rows, else the first chunk writes it
+  if (needs_grad(1)) grad_weight = n > 0 ? Tensor::Empty(weight.sizes(), weight.options())
+                                         : Tensor::Zeros(weight.sizes(), weight.options());
+  Tensor partial;  // (V, C) one chunk's share of grad_weight, after the first chunk
+  Tensor buffer = Tensor::Empty({std::min(n, chunk_rows_), vocab}, x.options());  // (chunk, V)
+  for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
+    const int64_t r1 = std::min(n, r0 + chunk_rows_);
+    const Tensor x_chunk = x.Slice(0, r0, r1);        // (rows, C)
+    const Tensor logits = buffer.Slice(0, 0, r1 - r0);  // (rows, V)
+    ops::matmul(x_chunk, weight_t, logits);
+    ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
+                                      grad[0], count_, ignore_index_);  // logits -> dlogits
+    if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
+    if (!grad_weight.defined()) continue;
+    // matmul overwrites its output, so every chunk after the first goes through
+    // `partial` and is added in.
+    if (r0 == 0) {
+      ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight);  // (V, C)
+    } else {
+      if (!partial.defined()) partial = Tensor::Empty(weight.sizes(), weight.options());
+      ops::matmul(logits.Transpose(0, 1), x_chunk, partial);  // (V, C)
+      ops::add(grad_weight, partial, grad_weight);
+    }
+  }
+  return {grad_x, grad_weight, Tensor()};
+}
+
+void OpLinearCrossEntropy::ReleaseSaved_() {
+  lse_ = Tensor();
+  count_ = Tensor();
+}
+
+}  // namespace autograd
+
+// ---- Functional API ------------------------------------------------------------
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  ZERO_CHECK(weight.dim() == 2, "linear: expected weight of shape [out, in], got ",
+             shape_to_string(weight.sizes()));
+  ZERO_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: expected x of shape [..., ",
+             weight.size(1), "] for weight ", shape_to_string(weight.sizes()), ", got ",
+             shape_to_string(x.sizes()));
+  ZERO_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
+             "linear: expected bias of shape [", weight.size(0), "] for weight ",
+             shape_to_string(weight.sizes()), ", got ", shape_to_string(bias.sizes()));
+  std::vector<Tensor> inputs = {x.Contiguous(), weight.Contiguous()};
+  if (bias.defined()) inputs.push_back(bias.Contiguous());
+  return autograd::RunOp<autograd::OpLinear>(inputs);
+}
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+  ZERO_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+             "attention: expected q, k, v of shape [B, H, T, D], got ", shape_to_string(q.sizes()),
+             ", ", shape_to_string(k.sizes()), ", ", shape_to_string(v.sizes()));
+  return autograd::RunOp<autograd::OpAttention>({q.Contiguous(), k.Contiguous(), v.Contiguous()},
+                                                causal);
+}
+
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                            int ignore_index) {
+  ZERO_CHECK(x.dim() == 2 && weight.dim() == 2 && x.size(1) == weight.size(1),
+             "linear_cross_entropy: expected x [N, C] and weight [V, C], got ",
+             shape_to_string(x.sizes()), " and ", shape_to_string(weight.sizes()),
+             "; flatten (B, T, C) activations with Reshape({-1, C})");
+  ZERO_CHECK(x.dtype() == DataType::F32 && weight.dtype() == DataType::F32,
+             "linear_cross_entropy: expected f32 x and weight, got ", to_string(x.dtype()), " and ",
+             to_string(weight.dtype()));
+  ZERO_CHECK(targets.dtype() == DataType::I32, "linear_cross_entropy: expected i32 targets, got ",
+             to_string(targets.dtype()));
+  ZERO_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0),
+             "linear_cross_entropy: expected targets of shape [", x.size(0), "] for x ",
+             shape_to_string(x.sizes()), ", got ", shape_to_string(targets.sizes()));
+  return autograd::RunOp<autograd::OpLinearCrossEntropy>(
+      {x.Contiguous(), weight.Contiguous(), targets.Contiguous()}, ignore_index,
+      autograd::OpLinearCrossEntropy::default_chunk_rows(weight.size(0)));
+}
+
+}  // namespace zero

@@ -1,0 +1,92 @@
+/// @file
+/// Fused ops of the GPT chapter: `OpLinear`, `OpAttention`, `OpLinearCrossEntropy`.
+///
+/// Each does in one graph node what a composition of smaller ops would do in several,
+/// to save memory traffic (Linear: bias added inside the GEMM) or memory outright
+/// (attention never stores the [T, T] probabilities; linear + cross-entropy never
+/// stores the [N, V] logits). The backwards recompute what was not stored. Each is
+/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "zero/autograd/tensor_op.h"
+
+namespace zero::autograd {
+
+/// `y = x @ weight^T + bias` on inputs {x [..., in], weight [out, in]} or
+/// {x, weight, bias [out]}, all contiguous: the leading dimensions of x are flattened
+/// into rows. Backward: `grad_x = g @ weight`, `grad_weight = g^T @ x` and
+/// `grad_bias` = column sums of g (one cuBLASLt call for both on CUDA).
+class OpLinear : public TensorOp {
+ public:
+  /// "OpLinear".
+  const char* name() const override { return "OpLinear"; }
+
+ protected:
+  /// Calls `ops::linear_forward`.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// `ops::matmul` for x, `ops::linear_backward_params` for weight and bias.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+};
+
+/// Scaled dot-product attention on inputs {q [B, H, Tq, D], k, v [B, H, Tk, D]}
+/// (contiguous), scale 1/sqrt(D). With `causal`, query i sees keys j <= Tk - Tq + i.
+/// Saves the output and one logsumexp per query row [B, H, Tq]: the backward
+/// recomputes the probabilities from them, tile by tile.
+class OpAttention : public TensorOp {
+ public:
+  /// `causal` masks keys after each query's position.
+  explicit OpAttention(bool causal) : causal_(causal) {}
+  /// "OpAttention".
+  const char* name() const override { return "OpAttention"; }
+
+ protected:
+  /// Calls `ops::attention_forward`; saves out and lse.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// Calls `ops::attention_backward`.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Drops out and lse.
+  void ReleaseSaved_() override;
+
+ private:
+  bool causal_;
+  Tensor out_;  // (B, H, Tq, D), detached
+  Tensor lse_;  // (B, H, Tq)
+};
+
+/// `cross_entropy(x @ weight^T, targets, ignore_index)` on inputs {x [N, C],
+/// weight [V, C], I32 targets [N]} (contiguous), computed `chunk_rows` rows at a
+/// time so that only a [chunk_rows, V] block of logits ever exists. Saves the
+/// per-row logsumexp [N] and the count of non-ignored targets; the backward
+/// recomputes each chunk's logits, turns them into their gradient in place and
+/// accumulates `grad_x` and `grad_weight` from it.
+class OpLinearCrossEntropy : public TensorOp {
+ public:
+  /// Rows whose target is `ignore_index` are skipped; `chunk_rows` > 0 rows of
+  /// logits are made at a time (see `default_chunk_rows`).
+  OpLinearCrossEntropy(int ignore_index, int64_t chunk_rows)
+      : ignore_index_(ignore_index), chunk_rows_(chunk_rows) {}
+  /// "OpLinearCrossEntropy".
+  const char* name() const override { return "OpLinearCrossEntropy"; }
+  /// Rows per chunk for vocabulary size `vocab`: as many as fit in a fixed budget of
+  /// logits (big enough chunks keep the GEMMs efficient and the gradient
+  /// accumulations few), between 256 and 8192 rows.
+  static int64_t default_chunk_rows(int64_t vocab);
+
+ protected:
+  /// Runs the chunks forward; saves lse and count.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// Runs the chunks backward.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Drops lse and count.
+  void ReleaseSaved_() override;
+
+ private:
+  int ignore_index_;
+  int64_t chunk_rows_;
+  Tensor lse_;    // (N)
+  Tensor count_;  // () non-ignored targets, on the device
+};
+
+}  // namespace zero::autograd

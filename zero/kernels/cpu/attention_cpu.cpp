@@ -1,0 +1,141 @@
+// CPU scaled dot-product attention, the reference the CUDA flash kernels are tested
+// against. Contiguous q [B, H, Tq, D], k and v [B, H, Tk, D]; scale 1/sqrt(D).
+//
+// Forward, one query row at a time: its scores against a block of keys at a time,
+// folded into a running maximum m, sum l = sum exp(s - m) and output accumulator
+// (the online softmax: when m grows, l and the accumulator are rescaled by
+// exp(m_old - m_new)). Only a block of scores exists at once, never a [Tq, Tk]
+// matrix; each row saves lse = m + log(l). Accumulators are double.
+//
+// Backward, per (b, h) so that no two threads write the same dK, dV rows: for each
+// query row, P_j = exp(s_j - lse) is recomputed and, with delta = rowsum(dO * O),
+//   dV_j += P_j dO,  dP_j = dO . V_j,  dS_j = P_j (dP_j - delta),
+//   dQ += dS_j K_j * scale,  dK_j += dS_j Q * scale.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cpu/parallel.h"
+
+namespace zero::ops {
+namespace {
+
+// Keys scored at once in the forward: a small buffer, reused for every block.
+constexpr int64_t kKeyBlock = 64;
+
+double dot(const float* a, const float* b, int64_t n) {
+  double s = 0.0;
+  for (int64_t d = 0; d < n; ++d) s += static_cast<double>(a[d]) * b[d];
+  return s;
+}
+
+// How many keys query row i sees: all Tk, or with the causal mask aligned to the
+// end (the queries are the last Tq positions) keys 0 .. Tk - Tq + i.
+int64_t visible_keys(bool causal, int64_t i, int64_t tq, int64_t tk) {
+  return causal ? tk - tq + i + 1 : tk;
+}
+
+}  // namespace
+
+void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                           const Tensor& out, const Tensor& lse) {
+  const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const float* pq = q.data_ptr<float>();
+  const float* pk = k.data_ptr<float>();
+  const float* pv = v.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  float* plse = lse.data_ptr<float>();
+  const int64_t rows = bh_count * tq;
+#pragma omp parallel if (rows * tk * D > kParallelGrain)
+  {
+    std::vector<double> acc(D);
+    double scores[kKeyBlock];
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t bh = r / tq, i = r % tq;
+      const float* qi = pq + r * D;
+      const float* kb = pk + bh * tk * D;
+      const float* vb = pv + bh * tk * D;
+      const int64_t n_keys = visible_keys(causal, i, tq, tk);
+      double m = -std::numeric_limits<double>::infinity(), l = 0.0;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
+        const int64_t nj = std::min(kKeyBlock, n_keys - j0);
+        double block_max = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < nj; ++j) {
+          scores[j] = scale * dot(qi, kb + (j0 + j) * D, D);
+          block_max = std::max(block_max, scores[j]);
+        }
+        const double m_new = std::max(m, block_max);
+        const double alpha = std::exp(m - m_new);  // 0 on the first block (m = -inf)
+        l *= alpha;
+        for (double& a : acc) a *= alpha;
+        for (int64_t j = 0; j < nj; ++j) {
+          const double p = std::exp(scores[j] - m_new);
+          l += p;
+          const float* vj = vb + (j0 + j) * D;
+          for (int64_t d = 0; d < D; ++d) acc[d] += p * vj[d];
+        }
+        m = m_new;
+      }
+      for (int64_t d = 0; d < D; ++d) po[r * D + d] = static_cast<float>(acc[d] / l);
+      plse[r] = static_cast<float>(m + std::log(l));
+    }
+  }
+}
+
+void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const Tensor& grad_out, bool causal,
+                            const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
+  const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const float* pq = q.data_ptr<float>();
+  const float* pk = k.data_ptr<float>();
+  const float* pv = v.data_ptr<float>();
+  const float* po = out.data_ptr<float>();
+  const float* plse = lse.data_ptr<float>();
+  const float* pdo = grad_out.data_ptr<float>();
+  float* pdq = grad_q.data_ptr<float>();
+  float* pdk = grad_k.data_ptr<float>();
+  float* pdv = grad_v.data_ptr<float>();
+#pragma omp parallel if (bh_count > 1 && bh_count * tq * tk * D > kParallelGrain)
+  {
+    std::vector<double> dk(tk * D), dv(tk * D), dq(D);
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < bh_count; ++bh) {
+      const float* kb = pk + bh * tk * D;
+      const float* vb = pv + bh * tk * D;
+      std::fill(dk.begin(), dk.end(), 0.0);
+      std::fill(dv.begin(), dv.end(), 0.0);
+      for (int64_t i = 0; i < tq; ++i) {
+        const int64_t r = bh * tq + i;
+        const float* qi = pq + r * D;
+        const float* doi = pdo + r * D;
+        const double delta = dot(doi, po + r * D, D);  // rowsum(dO * O) = sum_j P_j dP_j
+        std::fill(dq.begin(), dq.end(), 0.0);
+        const int64_t n_keys = visible_keys(causal, i, tq, tk);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float* kj = kb + j * D;
+          const float* vj = vb + j * D;
+          const double p = std::exp(scale * dot(qi, kj, D) - plse[r]);
+          const double ds = p * (dot(doi, vj, D) - delta);
+          for (int64_t d = 0; d < D; ++d) {
+            dv[j * D + d] += p * doi[d];
+            dq[d] += ds * kj[d];
+            dk[j * D + d] += ds * qi[d];
+          }
+        }
+        for (int64_t d = 0; d < D; ++d) pdq[r * D + d] = static_cast<float>(dq[d] * scale);
+      }
+      for (int64_t e = 0; e < tk * D; ++e) {
+        pdk[bh * tk * D + e] = static_cast<float>(dk[e] * scale);
+        pdv[bh * tk * D + e] = static_cast<float>(dv[e]);
+      }
+    }
+  }
+}
+
+}  // namespace zero::ops

@@ -1,0 +1,128 @@
+// The Linear layer on CUDA through cuBLASLt, whose epilogues fuse work into the GEMM:
+// the forward adds the bias as the output tile is written (CUBLASLT_EPILOGUE_BIAS),
+// the backward sums the bias gradient while it reads grad_out for grad_weight
+// (CUBLASLT_EPILOGUE_BGRADB). Each saves one full pass over a [N, out] tensor.
+//
+// Operands are row-major and handed over as in Note [Row-major tensors in a
+// column-major library] (blas.cu): a row-major R x C matrix is, column-major, its
+// transpose. When cuBLASLt offers no algorithm for a case (an epilogue unsupported
+// for the compute type, a misaligned pointer), the same result comes from matmul_cuda
+// plus a broadcast add or a column sum.
+#include <cublasLt.h>
+
+#include <cstdint>
+
+#include "zero/kernels/cuda/blas_common.cuh"
+#include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+// RAII owners of the cuBLASLt descriptors of one call.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t desc = nullptr;
+  ~MatmulDesc() { if (desc) cublasLtMatmulDescDestroy(desc); }
+};
+struct Layout {
+  cublasLtMatrixLayout_t layout = nullptr;
+  ~Layout() { if (layout) cublasLtMatrixLayoutDestroy(layout); }
+};
+struct Preference {
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Preference() { if (pref) cublasLtMatmulPreferenceDestroy(pref); }
+};
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Column-major D (m x n, ld m) = op(A) op(B) with `epilogue` reading or writing
+// `bias`. A is stored m x k (or k x m when trans_a), B k x n (or n x k when trans_b),
+// both packed. Returns false, having done nothing, when cuBLASLt has no algorithm.
+bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
+               float* bias) {
+  if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias)) return false;
+  cublasLtHandle_t handle = reinterpret_cast<cublasLtHandle_t>(cuda::blas_handle(device));
+  MatmulDesc op;
+  if (cublasLtMatmulDescCreate(&op.desc, cuda::compute_type(), CUDA_R_32F) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return false;
+  }
+  const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t size) {
+    ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op.desc, attribute, value, size));
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+  set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+  set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  Layout la, lb, ld;
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la.layout, CUDA_R_32F, trans_a ? k : m,
+                                               trans_a ? m : k, trans_a ? k : m));
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb.layout, CUDA_R_32F, trans_b ? n : k,
+                                               trans_b ? k : n, trans_b ? n : k));
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ld.layout, CUDA_R_32F, m, n, m));
+  Preference pref;
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
+  const size_t workspace_bytes = cuda::kBlasWorkspaceBytes;
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref,
+                                                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &workspace_bytes, sizeof(workspace_bytes)));
+  cublasLtMatmulHeuristicResult_t heuristic = {};
+  int found = 0;
+  if (cublasLtMatmulAlgoGetHeuristic(handle, op.desc, la.layout, lb.layout, ld.layout, ld.layout,
+                                     pref.pref, 1, &heuristic, &found) != CUBLAS_STATUS_SUCCESS ||
+      found == 0) {
+    return false;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  // A status other than success here is returned before anything runs, so the
+  // caller can still fall back.
+  return cublasLtMatmul(handle, op.desc, &alpha, A, la.layout, B, lb.layout, &beta, D, ld.layout,
+                        D, ld.layout, &heuristic.algo, cuda::blas_workspace(device),
+                        workspace_bytes, cuda::current_stream()) == CUBLAS_STATUS_SUCCESS;
+}
+
+// A 2-d tensor viewed transposed / a contiguous tensor viewed with new sizes, without
+// Tensor's autograd-recording views (they live in the layer above).
+Tensor transposed(const Tensor& t) { return Tensor(meta_transpose(t.meta(), 0, 1), t.node()); }
+Tensor reshaped(const Tensor& t, const Shape& sizes) {
+  return Tensor(meta_view(t.meta(), sizes), t.node());
+}
+
+}  // namespace
+
+void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& out) {
+  cuda::set_device(out);
+  const int64_t n = x.size(0), in = x.size(1), n_out = weight.size(0);
+  if (out.numel() == 0) return;
+  // out^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T (in x n) + bias.
+  if (bias.defined() && in > 0 &&
+      lt_matmul(out.device().index(), /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
+                weight.data_ptr<float>(), x.data_ptr<float>(), out.data_ptr<float>(),
+                CUBLASLT_EPILOGUE_BIAS, bias.data_ptr<float>())) {
+    return;
+  }
+  matmul_cuda(x, transposed(weight), out);                            // (N, out)
+  if (bias.defined()) binary_cuda(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+}
+
+void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
+                                 const Tensor& grad_weight, const Tensor& grad_bias) {
+  cuda::set_device(x);
+  const int64_t n = x.size(0), in = x.size(1), n_out = grad_out.size(1);
+  // grad_weight^T (in x n_out, column-major) = x^T (in x n) g (n x n_out: g^T stored
+  // n_out x n, transposed); BGRADB sums op(B) = g over the k = n rows into grad_bias.
+  if (grad_weight.defined() && grad_bias.defined() && n > 0 && grad_weight.numel() > 0 &&
+      lt_matmul(x.device().index(), /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
+                x.data_ptr<float>(), grad_out.data_ptr<float>(), grad_weight.data_ptr<float>(),
+                CUBLASLT_EPILOGUE_BGRADB, grad_bias.data_ptr<float>())) {
+    return;
+  }
+  if (grad_weight.defined()) matmul_cuda(transposed(grad_out), x, grad_weight);  // (out, in)
+  if (grad_bias.defined()) sum_cuda(grad_out, 0, reshaped(grad_bias, {1, n_out}));  // (1, out)
+}
+
+}  // namespace zero::ops

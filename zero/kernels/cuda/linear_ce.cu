@@ -1,0 +1,107 @@
+// CUDA pieces of the chunked cross-entropy behind linear_cross_entropy: the count of
+// non-ignored targets (kept on the device, so no chunk synchronises with the host),
+// the forward of one chunk (row logsumexp, then one block adds the chunk's summed
+// losses / count to the loss, in a fixed order so the result is deterministic), and
+// the backward done in place on the chunk's recomputed logits. A target outside
+// [0, V) gives a NaN loss: see Note [Bad indices on the GPU].
+#include "zero/kernels/cuda/block_reduce.cuh"
+#include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+constexpr int kRowThreads = 256;
+constexpr int kReduceThreads = 1024;
+
+__global__ void count_kernel(const int32_t* targets, int ignore_index, int64_t n, float* count) {
+  __shared__ float scratch[32];
+  float c = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    c += targets[i] != ignore_index ? 1.0f : 0.0f;
+  }
+  c = cuda::block_sum(c, scratch);
+  if (threadIdx.x == 0) *count = c;
+}
+
+// Row i of the chunk: lse[i] = logsumexp(logits[i]); row_loss[i] = lse - logits[i, t]
+// (0 when ignored, NaN when t is out of range).
+__global__ void chunk_rows_kernel(const float* logits, const int32_t* targets, int ignore_index,
+                                  float* lse, float* row_loss, int64_t V) {
+  __shared__ float scratch[2][32];
+  const float* row = logits + blockIdx.x * V;
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, row[j]);
+  m = cuda::block_max(m, scratch[0]);
+  float s = 0.0f;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) s += __expf(row[j] - m);
+  s = cuda::block_sum(s, scratch[1]);
+  if (threadIdx.x == 0) {
+    const float l = m + __logf(s);
+    const int32_t t = targets[blockIdx.x];
+    lse[blockIdx.x] = l;
+    row_loss[blockIdx.x] = t == ignore_index ? 0.0f : (t >= 0 && t < V ? l - row[t] : NAN);
+  }
+}
+
+// One block: loss += sum(row_loss) / count (nothing when count is 0).
+__global__ void chunk_mean_kernel(const float* row_loss, int64_t n, const float* count,
+                                  float* loss) {
+  __shared__ float scratch[32];
+  float s = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += row_loss[i];
+  s = cuda::block_sum(s, scratch);
+  if (threadIdx.x == 0 && *count > 0.0f) *loss += s / *count;
+}
+
+// Row i of the chunk, in place: logits -> grad_loss / count * (softmax - onehot(t)).
+__global__ void chunk_backward_kernel(float* logits, const int32_t* targets, const float* lse,
+                                      const float* grad_loss, const float* count,
+                                      int ignore_index, int64_t V) {
+  const int32_t t = targets[blockIdx.x];
+  const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
+  const float l = lse[blockIdx.x];
+  float* row = logits + blockIdx.x * V;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+    row[j] = scale * (__expf(row[j] - l) - (j == t ? 1.0f : 0.0f));
+  }
+}
+
+}  // namespace
+
+void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /*vocab*/,
+                              const Tensor& count) {
+  // Targets are range-checked by the chunk kernels: a bad one makes the loss NaN.
+  cuda::set_device(targets);
+  count_kernel<<<1, kReduceThreads, 0, cuda::current_stream()>>>(
+      targets.data_ptr<int32_t>(), ignore_index, targets.numel(), count.data_ptr<float>());
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets,
+                                      int ignore_index, const Tensor& count, const Tensor& lse,
+                                      const Tensor& loss) {
+  const int64_t n = logits.size(0), V = logits.size(1);
+  cuda::set_device(logits);
+  Tensor row_loss = Tensor::Empty({n}, logits.options());  // (n)
+  chunk_rows_kernel<<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
+      logits.data_ptr<float>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
+      row_loss.data_ptr<float>(), V);
+  ZERO_CUDA_LAUNCH_CHECK();
+  chunk_mean_kernel<<<1, kReduceThreads, 0, cuda::current_stream()>>>(
+      row_loss.data_ptr<float>(), n, count.data_ptr<float>(), loss.data_ptr<float>());
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets,
+                                       const Tensor& lse, const Tensor& grad_loss,
+                                       const Tensor& count, int ignore_index) {
+  const int64_t n = logits.size(0), V = logits.size(1);
+  cuda::set_device(logits);
+  chunk_backward_kernel<<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
+      logits.data_ptr<float>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
+      grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace zero::ops

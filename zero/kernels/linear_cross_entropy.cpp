@@ -1,0 +1,84 @@
+// Dispatch for the pieces of the chunked cross-entropy that `linear_cross_entropy`
+// (autograd/ops/fused_ops.cpp) runs on one chunk of rows at a time. The mean is over
+// the whole batch, so the count of non-ignored targets is computed once, kept in a
+// one-element tensor on the device (no host synchronisation), and passed to each chunk.
+// Shapes: logits [n, V] contiguous F32, targets [n] contiguous I32, lse [n] F32,
+// count, loss and grad_loss one-element F32.
+#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+void check_tensor(const char* op, const Tensor& t, const char* what, DataType dtype,
+                  const Shape& sizes) {
+  ZERO_CHECK(t.dtype() == dtype, op, ": expected ", what, " of dtype ", to_string(dtype),
+             ", got ", to_string(t.dtype()));
+  ZERO_CHECK(t.sizes() == sizes, op, ": expected ", what, " of shape ", shape_to_string(sizes),
+             ", got ", shape_to_string(t.sizes()));
+  ZERO_CHECK(t.is_contiguous(), op, ": expected ", what, " to be contiguous; call .Contiguous()");
+}
+
+void check_scalar(const char* op, const Tensor& t, const char* what) {
+  ZERO_CHECK(t.dtype() == DataType::F32 && t.numel() == 1, op, ": expected a one-element f32 ",
+             what, ", got dtype ", to_string(t.dtype()), " and shape ", shape_to_string(t.sizes()));
+}
+
+// Logits [n, V], targets [n] and lse [n].
+void check_chunk(const char* op, const Tensor& logits, const Tensor& targets, const Tensor& lse) {
+  ZERO_CHECK(logits.dim() == 2, op, ": expected logits of shape [n, V], got ",
+             shape_to_string(logits.sizes()));
+  const int64_t n = logits.size(0);
+  check_tensor(op, logits, "logits", DataType::F32, logits.sizes());
+  check_tensor(op, targets, "targets", DataType::I32, {n});
+  check_tensor(op, lse, "lse", DataType::F32, {n});
+}
+
+}  // namespace
+
+void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
+                         const Tensor& count) {
+  const char* op = "cross_entropy_count";
+  check_same_device(op, {&targets, &count});
+  ZERO_CHECK(targets.dim() == 1, op, ": expected targets of shape [N], got ",
+             shape_to_string(targets.sizes()));
+  check_tensor(op, targets, "targets", DataType::I32, targets.sizes());
+  check_scalar(op, count, "count");
+  if (targets.device().is_cpu()) {
+    cross_entropy_count_cpu(targets, ignore_index, vocab, count);
+  } else {
+    cross_entropy_count_cuda(targets, ignore_index, vocab, count);
+  }
+}
+
+void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
+                                 const Tensor& count, const Tensor& lse, const Tensor& loss) {
+  const char* op = "cross_entropy_chunk_forward";
+  check_same_device(op, {&logits, &targets, &count, &lse, &loss});
+  check_chunk(op, logits, targets, lse);
+  check_scalar(op, count, "count");
+  check_scalar(op, loss, "loss");
+  if (logits.size(0) == 0) return;
+  if (logits.device().is_cpu()) {
+    cross_entropy_chunk_forward_cpu(logits, targets, ignore_index, count, lse, loss);
+  } else {
+    cross_entropy_chunk_forward_cuda(logits, targets, ignore_index, count, lse, loss);
+  }
+}
+
+void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                  const Tensor& grad_loss, const Tensor& count, int ignore_index) {
+  const char* op = "cross_entropy_chunk_backward";
+  check_same_device(op, {&logits, &targets, &lse, &grad_loss, &count});
+  check_chunk(op, logits, targets, lse);
+  check_scalar(op, grad_loss, "grad_loss");
+  check_scalar(op, count, "count");
+  if (logits.numel() == 0) return;
+  if (logits.device().is_cpu()) {
+    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index);
+  } else {
+    cross_entropy_chunk_backward_cuda(logits, targets, lse, grad_loss, count, ignore_index);
+  }
+}
+
+}  // namespace zero::ops

@@ -1,0 +1,106 @@
+// The transformer block and its two halves: causal self-attention and the MLP.
+// Shapes: B batch, T time, C = n_embd, H = n_head, D = C / H (head size).
+#include <cmath>
+
+#include "zero/autograd/functional.h"
+#include "zero/nn/gpt.h"
+
+namespace zero::nn {
+
+namespace {
+
+// nanoGPT scales the init of each c_proj (the layers that write into the residual
+// stream) by 1/sqrt(2 n_layer): the stream sums 2 n_layer such outputs, and this keeps
+// its variance at init independent of depth (GPT-2 paper, section 2.3).
+float residual_init_std(const GPTConfig& config) {
+  return 0.02f / std::sqrt(2.0f * static_cast<float>(config.n_layer));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- attention
+
+CausalSelfAttention::CausalSelfAttention(const GPTConfig& config, Generator& gen,
+                                         Generator* dropout_gen)
+    : n_head_(config.n_head) {
+  const int64_t c = config.n_embd;
+  c_attn_ = RegisterModule("c_attn", std::make_shared<Linear>(c, 3 * c, gen));
+  c_proj_ = RegisterModule("c_proj",
+                           std::make_shared<Linear>(c, c, gen, residual_init_std(config)));
+  resid_dropout_ = RegisterModule("resid_dropout",
+                                  std::make_shared<Dropout>(config.dropout, dropout_gen));
+}
+
+void CausalSelfAttention::Heads_(const Tensor& x, Tensor& q, Tensor& k, Tensor& v) const {
+  const int64_t b = x.size(0), t = x.size(1), c = x.size(2), h = n_head_, d = c / h;
+  const std::vector<Tensor> qkv = c_attn_->Forward(x).Split(c, 2);  // 3 x (B, T, C)
+  // Splitting C into (H, D) and swapping T and H are views: no copy is made here.
+  q = qkv[0].View({b, t, h, d}).Transpose(1, 2);  // (B, H, T, D)
+  k = qkv[1].View({b, t, h, d}).Transpose(1, 2);  // (B, H, T, D)
+  v = qkv[2].View({b, t, h, d}).Transpose(1, 2);  // (B, H, T, D)
+}
+
+Tensor CausalSelfAttention::Output_(const Tensor& y) const {
+  const int64_t b = y.size(0), t = y.size(2);
+  // Heads side by side again: the one copy of the layer (Reshape of a transposed view).
+  const Tensor merged = y.Transpose(1, 2).Reshape({b, t, -1});  // (B, T, C)
+  return resid_dropout_->Forward(c_proj_->Forward(merged));     // (B, T, C)
+}
+
+Tensor CausalSelfAttention::Forward(const Tensor& x) const {
+  Tensor q, k, v;
+  Heads_(x, q, k, v);                                // 3 x (B, H, T, D)
+  return Output_(attention(q, k, v, /*causal=*/true));  // (B, T, C)
+}
+
+Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache,
+                                          const Tensor& v_cache, int64_t start) const {
+  Tensor q, k, v;
+  Heads_(x, q, k, v);  // 3 x (B, H, T_new, D)
+  const int64_t end = start + x.size(1);
+  // Write the new keys and values behind the cached ones, then attend over everything
+  // filled so far: the queries are the last T_new positions of the T_k = end keys, and
+  // attention's causal mask is aligned to the end for exactly this case.
+  k_cache.Slice(2, start, end).CopyFrom_(k);           // (B, H, T_new, D) of (B, H, T_max, D)
+  v_cache.Slice(2, start, end).CopyFrom_(v);
+  const Tensor keys = k_cache.Slice(2, 0, end);        // (B, H, end, D)
+  const Tensor values = v_cache.Slice(2, 0, end);      // (B, H, end, D)
+  return Output_(attention(q, keys, values, /*causal=*/true));  // (B, T_new, C)
+}
+
+// ---------------------------------------------------------------- MLP
+
+MLP::MLP(const GPTConfig& config, Generator& gen, Generator* dropout_gen) {
+  const int64_t c = config.n_embd;
+  c_fc_ = RegisterModule("c_fc", std::make_shared<Linear>(c, 4 * c, gen));
+  c_proj_ = RegisterModule("c_proj",
+                           std::make_shared<Linear>(4 * c, c, gen, residual_init_std(config)));
+  dropout_ = RegisterModule("dropout", std::make_shared<Dropout>(config.dropout, dropout_gen));
+}
+
+Tensor MLP::Forward(const Tensor& x) const {
+  const Tensor hidden = gelu(c_fc_->Forward(x));  // (B, T, 4C)
+  return dropout_->Forward(c_proj_->Forward(hidden));  // (B, T, C)
+}
+
+// ---------------------------------------------------------------- block
+
+Block::Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen) {
+  ln_1_ = RegisterModule("ln_1", std::make_shared<LayerNorm>(config.n_embd));
+  attn_ = RegisterModule("attn", std::make_shared<CausalSelfAttention>(config, gen, dropout_gen));
+  ln_2_ = RegisterModule("ln_2", std::make_shared<LayerNorm>(config.n_embd));
+  mlp_ = RegisterModule("mlp", std::make_shared<MLP>(config, gen, dropout_gen));
+}
+
+Tensor Block::Forward(const Tensor& x) const {
+  const Tensor h = x + attn_->Forward(ln_1_->Forward(x));  // (B, T, C)
+  return h + mlp_->Forward(ln_2_->Forward(h));             // (B, T, C)
+}
+
+Tensor Block::ForwardCached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
+                            int64_t start) const {
+  const Tensor h = x + attn_->ForwardCached(ln_1_->Forward(x), k_cache, v_cache, start);
+  return h + mlp_->Forward(ln_2_->Forward(h));  // (B, T_new, C)
+}
+
+}  // namespace zero::nn

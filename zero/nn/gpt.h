@@ -1,0 +1,173 @@
+/// @file
+/// The GPT: causal self-attention, the MLP, the pre-LayerNorm block, and the model.
+///
+/// A decoder-only transformer in the shape of nanoGPT's `model.py`, with the same
+/// parameter names, so checkpoints map one-to-one onto PyTorch state dicts:
+///
+///     ids (B, T) -> wte(ids) + wpe(0..T-1) -> dropout -> n_layer x Block -> ln_f
+///                -> logits = x @ wte.weight^T              (the head is tied to wte)
+///     Block: x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
+///
+/// Generation reuses the same layers through a `KVCache`: each step feeds only the new
+/// tokens and attends over the keys and values already computed.
+/// Read next: nn/layers.h, optim/adamw.h, the GPT chapter (chapters/09_gpt).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "zero/core/generator.h"
+#include "zero/nn/layers.h"
+#include "zero/nn/module.h"
+
+namespace zero::nn {
+
+/// Sizes of a GPT. Defaults are nanoGPT's `shakespeare_char` configuration.
+struct GPTConfig {
+  int64_t vocab_size = 65;   ///< V: number of token ids.
+  int64_t block_size = 256;  ///< Longest sequence (number of learned positions).
+  int64_t n_layer = 6;       ///< Number of blocks.
+  int64_t n_head = 6;        ///< Attention heads per block; must divide n_embd.
+  int64_t n_embd = 384;      ///< C: width of the residual stream.
+  float dropout = 0.2f;      ///< Dropout probability (embeddings, attention and MLP outputs).
+};
+
+/// Keys and values of every layer for incremental decoding: per layer k and v of
+/// [B, H, block_size, D], filled up to `length()`. Made by `GPT::MakeCache`.
+class KVCache {
+ public:
+  /// Batch size B the cache was made for.
+  int64_t batch() const { return k_.empty() ? 0 : k_.front().size(0); }
+  /// Positions it can hold (the model's block_size).
+  int64_t capacity() const { return k_.empty() ? 0 : k_.front().size(2); }
+  /// Positions filled so far.
+  int64_t length() const { return length_; }
+  /// Cached keys of layer `layer`, [B, H, capacity, D] (only the first `length()` are valid).
+  const Tensor& k(int64_t layer) const { return k_.at(static_cast<size_t>(layer)); }
+  /// Cached values of layer `layer`, same shape as `k`.
+  const Tensor& v(int64_t layer) const { return v_.at(static_cast<size_t>(layer)); }
+  /// Forgets every position (the buffers are reused).
+  void Reset() { length_ = 0; }
+
+ private:
+  friend class GPT;
+  KVCache(std::vector<Tensor> k, std::vector<Tensor> v) : k_(std::move(k)), v_(std::move(v)) {}
+  std::vector<Tensor> k_;
+  std::vector<Tensor> v_;
+  int64_t length_ = 0;
+};
+
+/// Multi-head causal self-attention: c_attn makes q, k, v for all heads at once, the
+/// fused `attention` op mixes positions, c_proj mixes heads.
+class CausalSelfAttention : public Module {
+ public:
+  /// c_attn [3C, C] and c_proj [C, C] drawn from `gen` (c_proj with the residual scaling,
+  /// see GPT); dropout draws from `dropout_gen`.
+  CausalSelfAttention(const GPTConfig& config, Generator& gen, Generator* dropout_gen);
+  /// x [B, T, C] -> [B, T, C], position t attending to positions <= t.
+  Tensor Forward(const Tensor& x) const;
+  /// x [B, T_new, C] holds positions `start`.. of a sequence whose keys and values for
+  /// positions < `start` are in `k_cache`, `v_cache` [B, H, T_max, D]; writes the new
+  /// keys and values there and attends over all `start + T_new` of them.
+  Tensor ForwardCached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
+                       int64_t start) const;
+
+ private:
+  // q, k, v [B, H, T, D] (strided views of c_attn's output).
+  void Heads_(const Tensor& x, Tensor& q, Tensor& k, Tensor& v) const;
+  Tensor Output_(const Tensor& y) const;
+
+  int64_t n_head_;
+  std::shared_ptr<Linear> c_attn_;
+  std::shared_ptr<Linear> c_proj_;
+  std::shared_ptr<Dropout> resid_dropout_;
+};
+
+/// The position-wise feed-forward network: C -> 4C -> GeLU -> C -> dropout.
+class MLP : public Module {
+ public:
+  /// c_fc [4C, C] and c_proj [C, 4C] drawn from `gen`; dropout draws from `dropout_gen`.
+  MLP(const GPTConfig& config, Generator& gen, Generator* dropout_gen);
+  /// x [..., C] -> [..., C].
+  Tensor Forward(const Tensor& x) const;
+
+ private:
+  std::shared_ptr<Linear> c_fc_;
+  std::shared_ptr<Linear> c_proj_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+/// One pre-LayerNorm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`.
+class Block : public Module {
+ public:
+  /// Builds ln_1, attn, ln_2, mlp (in that order, which is also the order of the names).
+  Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen);
+  /// x [B, T, C] -> [B, T, C].
+  Tensor Forward(const Tensor& x) const;
+  /// `Forward` for generation; see `CausalSelfAttention::ForwardCached`.
+  Tensor ForwardCached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
+                       int64_t start) const;
+
+ private:
+  std::shared_ptr<LayerNorm> ln_1_;
+  std::shared_ptr<CausalSelfAttention> attn_;
+  std::shared_ptr<LayerNorm> ln_2_;
+  std::shared_ptr<MLP> mlp_;
+};
+
+/// The GPT language model.
+///
+/// Parameters are named exactly as in nanoGPT: `transformer.wte.weight` [V, C],
+/// `transformer.wpe.weight` [block_size, C], `transformer.h.{i}.ln_1.weight|bias`,
+/// `transformer.h.{i}.attn.c_attn.weight|bias`, `transformer.h.{i}.attn.c_proj.weight|bias`,
+/// `transformer.h.{i}.ln_2.weight|bias`, `transformer.h.{i}.mlp.c_fc.weight|bias`,
+/// `transformer.h.{i}.mlp.c_proj.weight|bias`, `transformer.ln_f.weight|bias`.
+/// The output head is tied: nanoGPT's `lm_head.weight` *is* `transformer.wte.weight`,
+/// one tensor, listed once here (nanoGPT's state dict lists both keys for one storage).
+///
+/// Differences from nanoGPT: attention has no dropout on the attention probabilities
+/// (the fused attention op keeps no probability matrix to drop from); the residual
+/// dropouts after c_proj and the embedding dropout are the same.
+class GPT : public Module {
+ public:
+  /// Builds the model on the CPU (move it with `To`). Weights of Linear and Embedding
+  /// layers are drawn from N(0, 0.02^2) with a generator seeded by `seed`, the c_proj
+  /// weights that feed the residual stream from N(0, (0.02 / sqrt(2 n_layer))^2); biases
+  /// are 0, LayerNorm weights 1 and biases 0. Throws unless n_head divides n_embd.
+  GPT(const GPTConfig& config, uint64_t seed);
+  /// The sizes the model was built with.
+  const GPTConfig& config() const { return config_; }
+
+  /// ids I32 [B, T], T <= block_size -> logits [B, T, V].
+  Tensor Forward(const Tensor& ids);
+  /// Mean cross-entropy of the next-token predictions for ids [B, T] against I32
+  /// targets [B, T] (0-d), through `linear_cross_entropy`: the [B*T, V] logits are never
+  /// all kept.
+  Tensor Loss(const Tensor& ids, const Tensor& targets);
+
+  /// An empty cache for `batch` sequences, on the model's device.
+  KVCache MakeCache(int64_t batch) const;
+  /// Appends ids [B, T_new] at position `cache.length()` of each sequence and returns the
+  /// logits [B, T_new, V] of the new positions; advances the cache. Records no gradients.
+  /// Dropout follows the training mode, so generate in evaluation mode (`EvalGuard`).
+  Tensor ForwardCached(const Tensor& ids, KVCache& cache);
+
+  /// The Philox stream every dropout layer of the model draws from (saved in
+  /// checkpoints so a resumed run draws the same masks).
+  Generator& dropout_generator() { return dropout_gen_; }
+
+ private:
+  // Embeddings, blocks and ln_f for ids at positions start.. -> (B, T, C).
+  Tensor Hidden_(const Tensor& ids, int64_t start, KVCache* cache);
+
+  GPTConfig config_;
+  Generator dropout_gen_;
+  std::shared_ptr<Embedding> wte_;
+  std::shared_ptr<Embedding> wpe_;
+  std::shared_ptr<Dropout> drop_;
+  std::vector<std::shared_ptr<Block>> blocks_;
+  std::shared_ptr<LayerNorm> ln_f_;
+};
+
+}  // namespace zero::nn

@@ -1,0 +1,117 @@
+/// @file
+/// `Module`: a named tree of parameters and submodules, the base of every layer.
+///
+/// A layer registers its parameters (leaf tensors that require grad) and its sublayers
+/// under names; the module tree then answers the questions a trainer asks of a model:
+/// every parameter with its dotted name (for the optimiser and checkpoints), the
+/// parameter count, training or evaluation mode, and moving everything to a device.
+/// Names follow PyTorch, so "transformer.h.0.attn.c_attn.weight" means the same here
+/// as in nanoGPT. Read next: nn/layers.h (Linear, LayerNorm, ...), nn/gpt.h.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zero/core/tensor.h"
+
+namespace zero::nn {
+
+/// Base class of every layer: parameters and submodules registered by name.
+///
+/// Modules are not copyable: a copy would share parameters by accident. Hold them by
+/// `std::shared_ptr` (what `RegisterModule` takes) or as direct members.
+class Module {
+ public:
+  /// An empty module in training mode.
+  Module() = default;
+  /// Not copyable (a copy would alias the parameters).
+  Module(const Module&) = delete;
+  /// Not assignable.
+  Module& operator=(const Module&) = delete;
+  /// Destroys the module and releases its parameters.
+  virtual ~Module() = default;
+
+  /// Every parameter with its dotted name, recursively: this module's own parameters in
+  /// registration order, then each submodule's (in registration order), prefixed by
+  /// the submodule's name, e.g. "transformer.h.0.attn.c_attn.weight".
+  std::vector<std::pair<std::string, Tensor>> NamedParameters() const;
+  /// The tensors of `NamedParameters()`, in the same order.
+  std::vector<Tensor> Parameters() const;
+  /// Total number of elements over all parameters.
+  int64_t NumParameters() const;
+
+  /// Sets training mode (`on`) or evaluation mode on this module and all submodules
+  /// (dropout is active only in training mode).
+  void Train(bool on = true);
+  /// `Train(false)`.
+  void Eval() { Train(false); }
+  /// True in training mode (the default).
+  bool is_training() const { return training_; }
+
+  /// Moves every parameter (and its gradient) to `device` in place: every `Tensor`
+  /// handle to a parameter, in this module or held elsewhere (an optimiser), stays valid
+  /// and now reads the moved data. See Note [Moving parameters in place].
+  void To(Device device);
+  /// Drops every parameter's gradient.
+  void ZeroGrad();
+  /// Device of the parameters (the CPU for a module without any).
+  Device device() const;
+
+ protected:
+  /// Registers `value` as a parameter called `name` and marks it a leaf that requires
+  /// grad. Returns the stored handle (stable for the module's lifetime); throws if
+  /// `name` is taken, empty or holds a '.'.
+  Tensor& RegisterParameter(const std::string& name, Tensor value);
+  /// Registers `module` as the submodule `name` and returns it; same naming rules.
+  template <typename M>
+  std::shared_ptr<M> RegisterModule(const std::string& name, std::shared_ptr<M> module) {
+    AddModule_(name, module);
+    return module;
+  }
+
+ private:
+  void CheckName_(const std::string& name) const;
+  void AddModule_(const std::string& name, std::shared_ptr<Module> module);
+  void CollectParameters_(const std::string& prefix,
+                          std::vector<std::pair<std::string, Tensor>>& out) const;
+
+  // A deque, so the references RegisterParameter returns survive later registrations.
+  std::deque<std::pair<std::string, Tensor>> parameters_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> modules_;
+  bool training_ = true;
+};
+
+/// A module that only holds other modules under names: the containers of a model's
+/// name tree ("transformer", "h"), like PyTorch's `ModuleDict` and `ModuleList`.
+class ModuleDict : public Module {
+ public:
+  /// Registers `module` under `name` (e.g. "wte", or "0" for the first block) and returns it.
+  template <typename M>
+  std::shared_ptr<M> Add(const std::string& name, std::shared_ptr<M> module) {
+    return RegisterModule(name, std::move(module));
+  }
+};
+
+/// Puts a module in evaluation mode for the guard's lifetime, then restores the mode
+/// the module had (its own flag, applied to the whole tree again).
+class EvalGuard {
+ public:
+  /// Calls `module.Eval()`, remembering `module.is_training()`.
+  explicit EvalGuard(Module& module);
+  /// Calls `module.Train(previous mode)`.
+  ~EvalGuard();
+  /// Not copyable.
+  EvalGuard(const EvalGuard&) = delete;
+  /// Not assignable.
+  EvalGuard& operator=(const EvalGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
+}  // namespace zero::nn

@@ -1,0 +1,137 @@
+// AdamW: moments per parameter, the step on the CPU (one kernel call per tensor) and on
+// CUDA (one multi-tensor kernel for all), and saving/loading the moments.
+#include "zero/optim/adamw.h"
+
+#include <map>
+#include <unordered_set>
+
+#include "zero/autograd/grad_mode.h"
+#include "zero/kernels/tensor_ops.h"
+#include "zero/optim/cuda/multi_tensor.h"
+
+namespace zero::optim {
+
+namespace {
+
+void check_options(const AdamWOptions& o) {
+  ZERO_CHECK(o.lr >= 0.0f && o.eps >= 0.0f && o.weight_decay >= 0.0f,
+             "AdamW: expected lr, eps and weight_decay >= 0, got lr = ", o.lr, ", eps = ", o.eps,
+             ", weight_decay = ", o.weight_decay);
+  ZERO_CHECK(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f,
+             "AdamW: expected betas in [0, 1), got beta1 = ", o.beta1, ", beta2 = ", o.beta2);
+}
+
+// The gradient as the kernels need it: contiguous. The engine already stores leaf
+// gradients contiguous; one set with SetGrad may not be, and is replaced by a copy.
+Tensor contiguous_grad(const Tensor& param) {
+  Tensor grad = param.Grad();
+  if (!grad.is_contiguous()) {
+    grad = grad.Contiguous();
+    Tensor(param).SetGrad(grad);
+  }
+  return grad;
+}
+
+}  // namespace
+
+AdamW::AdamW(std::vector<std::pair<std::string, Tensor>> named_params, AdamWOptions options)
+    : options_(options) {
+  check_options(options_);
+  std::unordered_set<const TensorImpl*> seen;
+  for (auto& [name, param] : named_params) {
+    ZERO_CHECK(param.defined() && param.requires_grad() && param.is_leaf(), "AdamW: parameter \"",
+               name, "\" must be a leaf tensor that requires grad");
+    ZERO_CHECK(seen.insert(param.impl()).second, "AdamW: parameter \"", name,
+               "\" is listed twice (a tied weight must appear once)");
+    const TensorOption opt = param.options();
+    slots_.push_back({name, param, Tensor::Zeros(param.sizes(), opt),
+                      Tensor::Zeros(param.sizes(), opt), param.dim() >= 2});
+  }
+}
+
+void AdamW::Step() {
+  NoGradGuard no_grad;
+  ++step_;
+  ops::AdamWParams hp;
+  hp.lr = options_.lr;
+  hp.beta1 = options_.beta1;
+  hp.beta2 = options_.beta2;
+  hp.eps = options_.eps;
+  hp.step = step_;
+  std::vector<detail::AdamWTensor> on_gpu;
+  for (Slot& s : slots_) {
+    if (!s.param.Grad().defined()) continue;
+    if (s.exp_avg.device() != s.param.device()) {  // the model moved after we were built
+      s.exp_avg = s.exp_avg.To(s.param.device());
+      s.exp_avg_sq = s.exp_avg_sq.To(s.param.device());
+    }
+    const Tensor grad = contiguous_grad(s.param);
+    if (s.param.device().is_cpu()) {
+      hp.weight_decay = s.decay ? options_.weight_decay : 0.0f;
+      ops::adamw_update(s.param, grad, s.exp_avg, s.exp_avg_sq, hp);
+    } else {
+      ZERO_CHECK(on_gpu.empty() || on_gpu.front().param.device() == s.param.device(),
+                 "AdamW: parameters on two GPUs (", on_gpu.front().param.device(), " and ",
+                 s.param.device(), "); expected one device");
+      ZERO_CHECK(grad.sizes() == s.param.sizes() && grad.device() == s.param.device(),
+                 "AdamW: gradient of \"", s.name, "\" does not match its parameter");
+      on_gpu.push_back({s.param, grad, s.exp_avg, s.exp_avg_sq, s.decay});
+    }
+  }
+  hp.weight_decay = options_.weight_decay;
+  detail::adamw_multi_cuda(on_gpu, hp);
+}
+
+void AdamW::ZeroGrad() {
+  for (Slot& s : slots_) s.param.ZeroGrad();
+}
+
+void AdamW::SetLr(float lr) {
+  ZERO_CHECK(lr >= 0.0f, "AdamW::SetLr: expected lr >= 0, got ", lr);
+  options_.lr = lr;
+}
+
+bool AdamW::decays(const std::string& name) const {
+  for (const Slot& s : slots_) {
+    if (s.name == name) return s.decay;
+  }
+  ZERO_CHECK(false, "AdamW: no parameter named \"", name, "\"");
+  return false;
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamW::NamedState() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Slot& s : slots_) {
+    out.emplace_back(s.name + ".exp_avg", s.exp_avg);
+    out.emplace_back(s.name + ".exp_avg_sq", s.exp_avg_sq);
+  }
+  return out;
+}
+
+void AdamW::LoadState(const std::vector<std::pair<std::string, Tensor>>& state, int64_t step) {
+  ZERO_CHECK(step >= 0, "AdamW::LoadState: expected a step count >= 0, got ", step);
+  std::map<std::string, Tensor> by_name(state.begin(), state.end());
+  ZERO_CHECK(by_name.size() == state.size(), "AdamW::LoadState: a state name appears twice");
+  // Check everything before copying anything, so a bad file leaves the state untouched.
+  std::vector<std::pair<Tensor*, Tensor>> copies;
+  auto find = [&](const std::string& name, Tensor& into) {
+    const auto it = by_name.find(name);
+    ZERO_CHECK(it != by_name.end(), "AdamW::LoadState: missing \"", name, "\"");
+    ZERO_CHECK(it->second.sizes() == into.sizes() && it->second.dtype() == DataType::F32,
+               "AdamW::LoadState: \"", name, "\" should be f32 ", shape_to_string(into.sizes()),
+               ", got ", to_string(it->second.dtype()), " ", shape_to_string(it->second.sizes()));
+    copies.emplace_back(&into, it->second);
+    by_name.erase(it);
+  };
+  for (Slot& s : slots_) {
+    find(s.name + ".exp_avg", s.exp_avg);
+    find(s.name + ".exp_avg_sq", s.exp_avg_sq);
+  }
+  ZERO_CHECK(by_name.empty(), "AdamW::LoadState: \"", by_name.begin()->first,
+             "\" is not the state of any parameter of this optimiser");
+  NoGradGuard no_grad;
+  for (auto& [into, from] : copies) into->CopyFrom_(from);
+  step_ = step;
+}
+
+}  // namespace zero::optim

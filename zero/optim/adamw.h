@@ -1,0 +1,80 @@
+/// @file
+/// `AdamW`: Adam with decoupled weight decay, the optimiser GPTs are trained with.
+///
+/// The optimiser keeps two moments per parameter (`exp_avg`, `exp_avg_sq`, PyTorch's
+/// names) and updates every parameter that has a gradient in `Step()`: on the CPU one
+/// `ops::adamw_update` per tensor, on CUDA one multi-tensor kernel for all of them
+/// (optim/cuda/adamw_multi.cu). The arithmetic per element is ops::adamw_update's.
+/// Read next: optim/grad_clip.h, optim/lr_schedule.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zero/core/tensor.h"
+
+namespace zero::optim {
+
+/// Hyper-parameters of AdamW. Defaults are nanoGPT's for the character GPT.
+struct AdamWOptions {
+  float lr = 1e-3f;            ///< Learning rate (change it per step with `SetLr`).
+  float beta1 = 0.9f;          ///< Decay of the first moment.
+  float beta2 = 0.99f;         ///< Decay of the second moment.
+  float eps = 1e-8f;           ///< Added to the root of the second moment.
+  float weight_decay = 0.1f;   ///< Decoupled decay, for parameters with dim >= 2 only.
+};
+
+/// AdamW over a fixed list of named parameters.
+///
+/// Weight decay applies to parameters of two or more dimensions (the matrices of the
+/// Linear layers and the embedding tables) and not to vectors (biases, LayerNorm
+/// weights and biases), as in nanoGPT: decaying a LayerNorm scale towards 0 or a bias
+/// towards 0 is not a useful prior.
+class AdamW {
+ public:
+  /// Moments start at zero on each parameter's device. Throws if a tensor is listed
+  /// twice, is undefined or does not require grad.
+  AdamW(std::vector<std::pair<std::string, Tensor>> named_params, AdamWOptions options = {});
+
+  /// Advances the step count and updates, in place, every parameter that has a
+  /// gradient (the others, and their moments, are left as they are). Records nothing
+  /// for autograd.
+  void Step();
+  /// Drops every parameter's gradient.
+  void ZeroGrad();
+
+  /// Sets the learning rate used by the next `Step()`.
+  void SetLr(float lr);
+  /// The current learning rate.
+  float lr() const { return options_.lr; }
+  /// Number of `Step()` calls so far (the bias correction uses step() after the increment).
+  int64_t step() const { return step_; }
+  /// The hyper-parameters.
+  const AdamWOptions& options() const { return options_; }
+  /// True when parameter `name` gets weight decay; throws for an unknown name.
+  bool decays(const std::string& name) const;
+
+  /// The moments by name, "<param>.exp_avg" and "<param>.exp_avg_sq" for each parameter
+  /// in order: the live tensors, for saving.
+  std::vector<std::pair<std::string, Tensor>> NamedState() const;
+  /// Copies moments saved by `NamedState()` (from any device) into this optimiser and
+  /// sets the step count. Throws, naming the tensor, on a missing, unknown or
+  /// mis-shaped entry.
+  void LoadState(const std::vector<std::pair<std::string, Tensor>>& state, int64_t step);
+
+ private:
+  struct Slot {
+    std::string name;
+    Tensor param;
+    Tensor exp_avg;     // m
+    Tensor exp_avg_sq;  // v
+    bool decay;
+  };
+  std::vector<Slot> slots_;
+  AdamWOptions options_;
+  int64_t step_ = 0;
+};
+
+}  // namespace zero::optim
