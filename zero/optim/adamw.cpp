@@ -79,7 +79,7 @@ void AdamW::Step() {
     }
   }
   hp.weight_decay = options_.weight_decay;
-  detail::adamw_multi_cuda(on_gpu, hp);
+  if (!on_gpu.empty()) detail::adamw_multi_cuda(on_gpu, hp);  // CPU-only builds throw here
 }
 
 void AdamW::ZeroGrad() {
