@@ -128,7 +128,7 @@ int run(int argc, char** argv) {
   app.add_option("--out-dir", o.out_dir, "where data, checkpoints, metrics and the curve go");
   app.add_flag("--resume", o.resume, "continue the run saved in OUT_DIR/checkpoint");
   app.add_option("--init-from", o.init_from, "start from the weights of this checkpoint folder");
-  app.add_flag("--quick", o.quick, "a tiny model for a few steps: checks that everything runs");
+  app.add_flag("--quick", o.quick, "a tiny model for 20 steps (replaces the model and run-length flags)");
   app.add_option("--n-layer", cfg.model.n_layer, "transformer blocks");
   app.add_option("--n-head", cfg.model.n_head, "attention heads (must divide n-embd)");
   app.add_option("--n-embd", cfg.model.n_embd, "width of the residual stream, C");
