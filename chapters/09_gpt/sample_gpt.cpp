@@ -15,6 +15,7 @@
 #include "sample_token.h"  // exercise ex09.1: the samples are drawn with your code
 #include "zero/data/char_tokenizer.h"
 #include "zero/train/checkpoint.h"
+#include "zero/train/config.h"
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
 
@@ -22,17 +23,6 @@ namespace fs = std::filesystem;
 using namespace zero;
 
 namespace {
-
-Device parse_device(const std::string& name) {
-  if (name == "auto") return cuda_available() ? Device::Cuda(0) : Device::Cpu();
-  if (name == "cpu") return Device::Cpu();
-  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
-    ZERO_CHECK(cuda_available(), "--device ", name, ": no CUDA device is visible");
-    return Device::Cuda(name == "cuda" ? 0 : std::stoi(name.substr(5)));
-  }
-  ZERO_CHECK(false, "--device: expected auto, cpu, cuda or cuda:N, got '", name, "'");
-  return Device::Cpu();
-}
 
 int run(int argc, char** argv) {
   std::string checkpoint = "out/gpt/best", prompt = "\n", device_name = "auto";
@@ -55,7 +45,7 @@ int run(int argc, char** argv) {
   app.add_flag("--library-sampler", library_sampler,
                "sample with zero::train::sample_token instead of your ex09.1 sample_token");
   CLI11_PARSE(app, argc, argv);
-  const Device device = parse_device(device_name);
+  const Device device = train::resolve_device(device_name);
 
   train::TrainerState state = train::read_trainer_state(checkpoint);
   nn::GPT model(state.config.model, state.config.seed);

@@ -60,17 +60,6 @@ std::string find_device_flag(int argc, char** argv) {
   return "auto";
 }
 
-Device parse_device(const std::string& name) {
-  if (name == "auto") return cuda_available() ? Device::Cuda(0) : Device::Cpu();
-  if (name == "cpu") return Device::Cpu();
-  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
-    ZERO_CHECK(cuda_available(), "--device ", name, ": no CUDA device is visible");
-    return Device::Cuda(name == "cuda" ? 0 : std::stoi(name.substr(5)));
-  }
-  ZERO_CHECK(false, "--device: expected auto, cpu, cuda or cuda:N, got '", name, "'");
-  return Device::Cpu();
-}
-
 // Your ex09.1 sampler if it is done; the library's otherwise (said once, plainly).
 train::TokenSampler pick_sampler() {
   try {
@@ -103,7 +92,7 @@ void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOpti
 }  // namespace
 
 int run(int argc, char** argv) {
-  const Device device = parse_device(find_device_flag(argc, argv));
+  const Device device = train::resolve_device(find_device_flag(argc, argv));
   // Presets: the reference model on a GPU (2000 steps: the built-in corpus is small
   // enough that 5000 overfits), a small one on the CPU.
   train::TrainConfig cfg =
@@ -128,7 +117,8 @@ int run(int argc, char** argv) {
   app.add_option("--out-dir", o.out_dir, "where data, checkpoints, metrics and the curve go");
   app.add_flag("--resume", o.resume, "continue the run saved in OUT_DIR/checkpoint");
   app.add_option("--init-from", o.init_from, "start from the weights of this checkpoint folder");
-  app.add_flag("--quick", o.quick, "a tiny model for 20 steps (replaces the model and run-length flags)");
+  app.add_flag("--quick", o.quick,
+               "a tiny model for 20 steps (replaces the model and run-length flags)");
   app.add_option("--n-layer", cfg.model.n_layer, "transformer blocks");
   app.add_option("--n-head", cfg.model.n_head, "attention heads (must divide n-embd)");
   app.add_option("--n-embd", cfg.model.n_embd, "width of the residual stream, C");
@@ -266,15 +256,10 @@ int run(int argc, char** argv) {
       std::printf("step %lld: gradient norm %g, update skipped\n", (long long)step, r.grad_norm);
     ms_sum += r.ms, ++ms_count;
     if (val || (o.log_every > 0 && step % o.log_every == 0) || g_interrupted) {
-      train::StepMetrics rec{step,
-                             r.loss,
-                             val,
-                             r.lr,
-                             ms_sum / ms_count,
-                             0,
-                             std::nullopt,
-                             memory.Stats().peak_bytes / 1073741824.0};
-      rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
+      train::StepMetrics rec;
+      rec.step = step, rec.loss = r.loss, rec.val_loss = val, rec.lr = r.lr;
+      rec.ms = ms_sum / ms_count, rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
+      rec.mem_gib = memory.Stats().peak_bytes / 1073741824.0;
       if (o.peak_tflops > 0) {
         rec.mfu =
             train::model_flops_utilization(flops_per_token, rec.tokens_per_s, o.peak_tflops * 1e12);

@@ -1,4 +1,4 @@
-// The two presets of train_gpt (see config.h).
+// The two presets of train_gpt, and the --device flag (see config.h).
 #include "zero/train/config.h"
 
 namespace zero::train {
@@ -28,6 +28,21 @@ TrainConfig TrainConfig::SmallCpu() {
   c.warmup = 50;
   c.max_steps = 1000;
   return c;
+}
+
+Device resolve_device(const std::string& name) {
+  if (name == "auto") return cuda_available() ? Device::Cuda(0) : Device::Cpu();
+  if (name == "cpu") return Device::Cpu();
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    ZERO_CHECK(cuda_available(), "--device ", name, ": no CUDA device is visible");
+    const std::string index = name == "cuda" ? "0" : name.substr(5);
+    ZERO_CHECK(!index.empty() && index.size() < 4 &&
+                   index.find_first_not_of("0123456789") == std::string::npos,
+               "--device: expected cuda:N with N a GPU number, got '", name, "'");
+    return Device::Cuda(std::stoi(index));
+  }
+  ZERO_CHECK(false, "--device: expected auto, cpu, cuda or cuda:N, got '", name, "'");
+  return Device::Cpu();
 }
 
 }  // namespace zero::train

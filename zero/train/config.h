@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "zero/core/device.h"
 #include "zero/nn/gpt.h"
 
 namespace zero::train {
@@ -34,5 +36,10 @@ struct TrainConfig {
   /// lr 3e-3 -> 3e-4, warmup 50, 1000 steps (a few minutes on a laptop).
   static TrainConfig SmallCpu();
 };
+
+/// The device a `--device` flag names: "cpu", "cuda" (GPU 0), "cuda:N", or "auto" (the
+/// first GPU when one is visible, else the CPU).
+/// @throws zero::Error for another name, or a GPU asked for when none is visible.
+Device resolve_device(const std::string& name);
 
 }  // namespace zero::train
