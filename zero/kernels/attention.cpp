@@ -3,6 +3,7 @@
 // row-by-row reference and Note [Flash attention] in cuda/attention.cu for the tiles.
 // Shapes: q [B, H, Tq, D], k and v [B, H, Tk, D], out like q, lse [B, H, Tq]; all
 // contiguous F32.
+#include "zero/kernels/checks.h"
 #include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cuda/cuda_ops.h"
 
@@ -12,14 +13,6 @@ namespace {
 // The CUDA kernels keep a [64, D] tile of each operand in shared memory.
 constexpr int64_t kMaxCudaHeadDim = 128;
 
-void check_tensor(const char* op, const Tensor& t, const char* what, const Shape& sizes) {
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
-             to_string(t.dtype()));
-  ZERO_CHECK(t.sizes() == sizes, op, ": expected ", what, " of shape ", shape_to_string(sizes),
-             ", got ", shape_to_string(t.sizes()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected ", what, " to be contiguous; call .Contiguous()");
-}
-
 // Checks q, k, v against each other; returns {B, H, Tq, Tk, D}.
 std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                                bool causal) {
@@ -27,9 +20,9 @@ std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k,
              ": expected q, k, v of shape [B, H, T, D], got ", shape_to_string(q.sizes()), ", ",
              shape_to_string(k.sizes()), ", ", shape_to_string(v.sizes()));
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), Tk = k.size(2);
-  check_tensor(op, q, "q", q.sizes());
-  check_tensor(op, k, "k", {B, H, Tk, D});
-  check_tensor(op, v, "v", {B, H, Tk, D});
+  check_tensor(op, q, "q", DataType::F32, q.sizes());
+  check_tensor(op, k, "k", DataType::F32, {B, H, Tk, D});
+  check_tensor(op, v, "v", DataType::F32, {B, H, Tk, D});
   ZERO_CHECK(!causal || Tq <= Tk, op, ": causal attention expects no more queries than keys ",
              "(the queries are the last Tq positions), got Tq = ", Tq, " and Tk = ", Tk);
   ZERO_CHECK(D > 0, op, ": expected a head dimension D >= 1, got q of shape ",
@@ -48,8 +41,8 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   const char* op = "attention";
   check_same_device(op, {&q, &k, &v, &out, &lse});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
-  check_tensor(op, out, "out", q.sizes());
-  check_tensor(op, lse, "lse", {s[0], s[1], s[2]});
+  check_tensor(op, out, "out", DataType::F32, q.sizes());
+  check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   if (out.numel() == 0 && lse.numel() == 0) return;
   if (q.device().is_cpu()) {
     attention_forward_cpu(q, k, v, causal, out, lse);
@@ -64,12 +57,12 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const char* op = "attention backward";
   check_same_device(op, {&q, &k, &v, &out, &lse, &grad_out, &grad_q, &grad_k, &grad_v});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
-  check_tensor(op, out, "out", q.sizes());
-  check_tensor(op, lse, "lse", {s[0], s[1], s[2]});
-  check_tensor(op, grad_out, "grad_out", q.sizes());
-  check_tensor(op, grad_q, "grad_q", q.sizes());
-  check_tensor(op, grad_k, "grad_k", k.sizes());
-  check_tensor(op, grad_v, "grad_v", v.sizes());
+  check_tensor(op, out, "out", DataType::F32, q.sizes());
+  check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
+  check_tensor(op, grad_out, "grad_out", DataType::F32, q.sizes());
+  check_tensor(op, grad_q, "grad_q", DataType::F32, q.sizes());
+  check_tensor(op, grad_k, "grad_k", DataType::F32, k.sizes());
+  check_tensor(op, grad_v, "grad_v", DataType::F32, v.sizes());
   if (q.device().is_cpu()) {
     attention_backward_cpu(q, k, v, out, lse, grad_out, causal, grad_q, grad_k, grad_v);
   } else {

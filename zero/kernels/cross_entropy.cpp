@@ -2,27 +2,12 @@
 // Shapes: logits [N, V] and grad_logits contiguous F32, targets [N] contiguous I32,
 // lse [N] F32, loss and grad_loss one-element F32. Targets are checked against
 // [0, V) by the kernels themselves: the values live on the tensor's device.
+#include "zero/kernels/checks.h"
 #include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
 namespace {
-
-void check_tensor(const char* op, const Tensor& t, const char* what, DataType dtype,
-                  const Shape& sizes) {
-  ZERO_CHECK(t.dtype() == dtype, op, ": expected ", what, " of dtype ", to_string(dtype),
-             ", got ", to_string(t.dtype()));
-  ZERO_CHECK(t.sizes() == sizes, op, ": expected ", what, " of shape ", shape_to_string(sizes),
-             ", got ", shape_to_string(t.sizes()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected ", what, " to be contiguous; call .Contiguous()");
-}
-
-void check_one_element(const char* op, const Tensor& t, const char* what) {
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
-             to_string(t.dtype()));
-  ZERO_CHECK(t.numel() == 1, op, ": expected a one-element ", what, ", got shape ",
-             shape_to_string(t.sizes()));
-}
 
 // Logits [N, V] and targets [N]; returns N.
 int64_t check_logits_targets(const char* op, const Tensor& logits, const Tensor& targets) {
@@ -41,7 +26,7 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, int igno
   const char* op = "cross_entropy";
   check_same_device(op, {&logits, &targets, &loss, &lse});
   const int64_t n = check_logits_targets(op, logits, targets);
-  check_one_element(op, loss, "loss");
+  check_scalar(op, loss, "loss");
   check_tensor(op, lse, "lse", DataType::F32, {n});
   if (logits.device().is_cpu()) {
     cross_entropy_forward_cpu(logits, targets, ignore_index, loss, lse);
@@ -57,7 +42,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
   check_same_device(op, {&logits, &targets, &lse, &grad_loss, &grad_logits});
   const int64_t n = check_logits_targets(op, logits, targets);
   check_tensor(op, lse, "lse", DataType::F32, {n});
-  check_one_element(op, grad_loss, "grad_loss");
+  check_scalar(op, grad_loss, "grad_loss");
   check_tensor(op, grad_logits, "grad_logits", DataType::F32, logits.sizes());
   if (logits.device().is_cpu()) {
     cross_entropy_backward_cpu(logits, targets, lse, grad_loss, ignore_index, grad_logits);

@@ -4,25 +4,12 @@
 // one-element tensor on the device (no host synchronisation), and passed to each chunk.
 // Shapes: logits [n, V] contiguous F32, targets [n] contiguous I32, lse [n] F32,
 // count, loss and grad_loss one-element F32.
+#include "zero/kernels/checks.h"
 #include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
 namespace {
-
-void check_tensor(const char* op, const Tensor& t, const char* what, DataType dtype,
-                  const Shape& sizes) {
-  ZERO_CHECK(t.dtype() == dtype, op, ": expected ", what, " of dtype ", to_string(dtype),
-             ", got ", to_string(t.dtype()));
-  ZERO_CHECK(t.sizes() == sizes, op, ": expected ", what, " of shape ", shape_to_string(sizes),
-             ", got ", shape_to_string(t.sizes()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected ", what, " to be contiguous; call .Contiguous()");
-}
-
-void check_scalar(const char* op, const Tensor& t, const char* what) {
-  ZERO_CHECK(t.dtype() == DataType::F32 && t.numel() == 1, op, ": expected a one-element f32 ",
-             what, ", got dtype ", to_string(t.dtype()), " and shape ", shape_to_string(t.sizes()));
-}
 
 // Logits [n, V], targets [n] and lse [n].
 void check_chunk(const char* op, const Tensor& logits, const Tensor& targets, const Tensor& lse) {

@@ -4,6 +4,7 @@
 // writes softmax - onehot, scaled by grad_loss / count. A target outside [0, V)
 // gives a NaN loss: see Note [Bad indices on the GPU].
 #include "zero/kernels/cuda/block_reduce.cuh"
+#include "zero/kernels/cuda/cross_entropy.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
@@ -18,20 +19,8 @@ constexpr int kRowThreads = 256;
 // Row i: lse[i] = logsumexp(logits[i]); row_loss[i] = lse - logits[i, t] (0 if ignored).
 __global__ void cross_entropy_rows_kernel(const float* logits, const int32_t* targets,
                                           int ignore_index, float* lse, float* row_loss, int64_t V) {
-  __shared__ float scratch[2][32];
-  const float* row = logits + blockIdx.x * V;
-  float m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, row[i]);
-  m = cuda::block_max(m, scratch[0]);
-  float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) s += __expf(row[i] - m);
-  s = cuda::block_sum(s, scratch[1]);
-  if (threadIdx.x == 0) {
-    const float l = m + __logf(s);
-    const int32_t t = targets[blockIdx.x];
-    lse[blockIdx.x] = l;
-    row_loss[blockIdx.x] = t == ignore_index ? 0.0f : (t >= 0 && t < V ? l - row[t] : NAN);
-  }
+  cuda::cross_entropy_row(logits + blockIdx.x * V, targets[blockIdx.x], ignore_index, V,
+                          &lse[blockIdx.x], &row_loss[blockIdx.x]);
 }
 
 // One block: loss = sum(row_loss) / count of non-ignored rows (0 if none); count saved.
