@@ -1,0 +1,75 @@
+// Tests of the CUDA GEMM compute modes (MX_FAST_MATMUL: exact FP32, TF32, FP16
+// Tensor Cores with FP32 in and out) against the CPU GEMM, each under the tolerance
+// its arithmetic allows: FP32 rounds like the CPU; TF32 and FP16 keep 10-11 mantissa
+// bits of each operand, so relative errors near 1e-3 of the row's magnitude are expected.
+#include <cmath>
+
+#include "tests/support/test_support.h"
+#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override (private hook)
+
+namespace zero {
+namespace {
+
+// max |got - want| over max |want|: a scale-free error of the whole product.
+double relative_error(const Tensor& got, const Tensor& want) {
+  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(g[i]) - w[i]));
+    scale = std::max(scale, std::fabs(double(w[i])));
+  }
+  return worst / scale;
+}
+
+struct Mode {
+  const char* name;
+  double tolerance;
+};
+
+// Prints a Mode as its MX_FAST_MATMUL value in test names and failures.
+void PrintTo(const Mode& mode, std::ostream* os) { *os << "MX_FAST_MATMUL=" << mode.name; }
+
+class MatmulModesCudaTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
+  }
+  void TearDown() override { ops::set_matmul_mode_override(nullptr); }
+};
+
+TEST_P(MatmulModesCudaTest, MatchesTheCpuGemmWithinTheModesTolerance) {
+  ops::set_matmul_mode_override(GetParam().name);
+  Generator gen(7);
+  Tensor a = Tensor::Randn({3, 96, 200}, TensorOption(), &gen);
+  Tensor b = Tensor::Randn({200, 130}, TensorOption(), &gen);
+  const Tensor want = matmul(a, b);  // CPU
+  const Tensor got = matmul(a.Cuda(), b.Cuda().Transpose(0, 1).Contiguous().Transpose(0, 1));
+  const double err = relative_error(got.Cpu(), want);
+  EXPECT_LT(err, GetParam().tolerance) << GetParam().name;
+  if (std::string(GetParam().name) != "0") {
+    EXPECT_GT(err, 1e-6) << "a reduced-precision mode should not be bit-exact FP32";
+  }
+}
+
+TEST_P(MatmulModesCudaTest, GradientsMatchTheCpuWithinTheModesTolerance) {
+  ops::set_matmul_mode_override(GetParam().name);
+  Generator gen(8);
+  Tensor a = Tensor::Randn({64, 48}, TensorOption(), &gen).SetRequiresGrad();
+  Tensor b = Tensor::Randn({48, 80}, TensorOption(), &gen).SetRequiresGrad();
+  Tensor ac = a.Detach().Cuda().SetRequiresGrad(), bc = b.Detach().Cuda().SetRequiresGrad();
+  sum(matmul(a, b) * matmul(a, b)).Backward();
+  sum(matmul(ac, bc) * matmul(ac, bc)).Backward();
+  EXPECT_LT(relative_error(ac.Grad().Cpu(), a.Grad()), 4 * GetParam().tolerance);
+  EXPECT_LT(relative_error(bc.Grad().Cpu(), b.Grad()), 4 * GetParam().tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, MatmulModesCudaTest,
+                         ::testing::Values(Mode{"0", 1e-5}, Mode{"tf32", 5e-3},
+                                           Mode{"fp16", 5e-3}),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           const std::string n = info.param.name;
+                           return n == "0" ? std::string("Fp32") : n == "tf32" ? "Tf32" : "Fp16";
+                         });
+
+}  // namespace
+}  // namespace zero
