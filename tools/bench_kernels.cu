@@ -1,7 +1,8 @@
-// Memory-bound kernel benchmark: Zero's element-wise add, full sum and row softmax
-// against the device-to-device copy bandwidth measured in the same run, with the
-// targets of DESIGN.md ("Targets"). tools/bench_side_by_side.py runs this program
-// and PyTorch's equivalents in one call and prints the ratios.
+// Kernel benchmark: Zero's element-wise add, full sum and row softmax against the
+// device-to-device copy bandwidth measured in the same run, with the targets of
+// DESIGN.md ("Targets"), and Zero's GEMM at 4096^3 and 8192^3 in FP32 and TF32.
+// tools/bench_side_by_side.py runs this program and PyTorch's equivalents in one
+// call and prints the ratios.
 //
 //   bench_kernels [--quick] [--json]
 //
@@ -19,6 +20,7 @@
 
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
+#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override
 #include "zero/kernels/tensor_ops.h"
 
 namespace {
@@ -119,11 +121,29 @@ int main(int argc, char** argv) {
   const double sm_ms = median_ms([&] { zero::ops::softmax_forward(x, y); }, warmup, reps);
   rows.push_back({"softmax rows 8192x4096", sm_ms, 2.0 * R * C * 4 / sm_ms / 1e6, 0});
 
+  // GEMM: square products in FP32 and TF32 (values are checked in chapter 07 and the
+  // matmul tests; here only the time).
+  const int64_t gemm_sizes[2] = {quick ? 512 : 4096, quick ? 1024 : 8192};
+  double gemm_ms[2][2];  // [size][mode: fp32, tf32]
+  for (int si = 0; si < 2; ++si) {
+    const int64_t g = gemm_sizes[si];
+    Tensor ga = Tensor::Randn({g, g}, gpu), gb = Tensor::Randn({g, g}, gpu), gc = Tensor::Empty({g, g}, gpu);
+    const char* modes[2] = {"0", "tf32"};
+    for (int mi = 0; mi < 2; ++mi) {
+      zero::ops::set_matmul_mode_override(modes[mi]);
+      gemm_ms[si][mi] = median_ms([&] { zero::ops::matmul(ga, gb, gc); }, warmup, reps);
+    }
+    zero::ops::set_matmul_mode_override(nullptr);
+  }
+
   if (json) {
     std::printf("{\"copy_gbps\": %.1f, \"add_ms\": %.4f, \"sum_ms\": %.4f, \"softmax_ms\": %.4f, "
-                "\"n\": %lld, \"softmax_rows\": %lld, \"ok\": %s}\n",
+                "\"n\": %lld, \"softmax_rows\": %lld, \"gemm_sizes\": [%lld, %lld], "
+                "\"gemm_fp32_ms\": [%.4f, %.4f], \"gemm_tf32_ms\": [%.4f, %.4f], \"ok\": %s}\n",
                 copy_gbps, add_ms, sum_ms, sm_ms, static_cast<long long>(n),
-                static_cast<long long>(R), ok ? "true" : "false");
+                static_cast<long long>(R), static_cast<long long>(gemm_sizes[0]),
+                static_cast<long long>(gemm_sizes[1]), gemm_ms[0][0], gemm_ms[1][0], gemm_ms[0][1],
+                gemm_ms[1][1], ok ? "true" : "false");
   } else {
     std::printf("%-28s %10s %10s %8s %s\n", "kernel", "ms", "GB/s", "% copy", "target");
     for (const Row& r : rows) {
@@ -133,6 +153,12 @@ int main(int argc, char** argv) {
                     100.0 * r.gbps / copy_gbps >= r.target_pct ? "met" : "NOT met");
       }
       std::printf("\n");
+    }
+    for (int si = 0; si < 2; ++si) {
+      const double flops = 2.0 * gemm_sizes[si] * gemm_sizes[si] * gemm_sizes[si];
+      std::printf("GEMM %lld^3: FP32 %.3f ms (%.1f TFLOP/s), TF32 %.3f ms (%.1f TFLOP/s)\n",
+                  static_cast<long long>(gemm_sizes[si]), gemm_ms[si][0],
+                  flops / gemm_ms[si][0] / 1e9, gemm_ms[si][1], flops / gemm_ms[si][1] / 1e9);
     }
     std::printf("results checked against the CPU: %s\n", ok ? "ok" : "MISMATCH");
   }

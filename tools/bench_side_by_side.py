@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Zero next to PyTorch on the same GPU, in one call: element-wise add (256M floats),
 sum of all elements, and row softmax 8192x4096, each as time and GB/s, with the copy
-bandwidth of the same run, and the Zero/PyTorch ratios against DESIGN.md's targets.
+bandwidth of the same run, and the Zero/PyTorch ratios against DESIGN.md's targets;
+then square GEMMs (4096^3, 8192^3) in FP32 and TF32 as TFLOP/s.
 
     python3 tools/bench_side_by_side.py [--build build/default] [--quick]
 
@@ -28,6 +29,20 @@ def time_torch(fn, warmup, reps):
         stop.synchronize()
         times.append(start.elapsed_time(stop))
     return sorted(times)[len(times) // 2]
+
+
+def torch_gemm(sizes, warmup, reps):
+    import torch
+    out = {"fp32": [], "tf32": []}
+    for g in sizes:
+        a = torch.randn(g, g, device="cuda")
+        b = torch.randn(g, g, device="cuda")
+        c = torch.empty(g, g, device="cuda")
+        for mode, tf32 in (("fp32", False), ("tf32", True)):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            out[mode].append(time_torch(lambda: torch.matmul(a, b, out=c), warmup, reps))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return out
 
 
 def torch_figures(n, rows, warmup, reps):
@@ -82,6 +97,18 @@ def main():
         else:
             line += f" {'-':>9} {'-':>11} {'-':>11}"
         print(line + "  " + targets[key])
+    sizes = zero["gemm_sizes"]
+    tg = torch_gemm(sizes, 2 if args.quick else 5, 5 if args.quick else 20) if ref else None
+    print(f"{'GEMM':10} {'Zero ms':>9} {'Zero TF/s':>10} {'Torch ms':>9} {'Torch TF/s':>11} {'Torch/Zero':>11}")
+    for mode in ("fp32", "tf32"):
+        for i, g in enumerate(sizes):
+            flops = 2.0 * g ** 3
+            zms = zero[f"gemm_{mode}_ms"][i]
+            line = f"{mode} {g:<5} {zms:9.3f} {flops / zms / 1e9:10.1f}"
+            if tg:
+                tms = tg[mode][i]
+                line += f" {tms:9.3f} {flops / tms / 1e9:11.1f} {tms / zms:11.2f}"
+            print(line)
     return 0
 
 

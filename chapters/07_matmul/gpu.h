@@ -20,4 +20,8 @@ constexpr double kPeakHbmTBps = 4.8;
 // results that failed their check against the CPU reference.
 int run_gpu_part(const Options& options);
 
+// Section 5 (epilogue.cu): zero::linear (bias added in the cuBLASLt epilogue) against a
+// GEMM followed by an add; returns the number of mismatches.
+int bias_epilogue(const Options& options);
+
 }  // namespace ch07
