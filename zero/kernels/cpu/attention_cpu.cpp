@@ -10,7 +10,8 @@
 // Backward, per (b, h) so that no two threads write the same dK, dV rows: for each
 // query row, P_j = exp(s_j - lse) is recomputed and, with delta = rowsum(dO * O),
 //   dV_j += P_j dO,  dP_j = dO . V_j,  dS_j = P_j (dP_j - delta),
-//   dQ += dS_j K_j * scale,  dK_j += dS_j Q * scale.
+//   dQ += dS_j K_j * scale,  dK_j += dS_j Q * scale
+// (without dropout; with it, dV_j takes P_j F_j and dP_j is multiplied by F_j).
 //
 // Note [Attention dropout]
 // nanoGPT drops attention probabilities (its attn_dropout). With drop probability p the
