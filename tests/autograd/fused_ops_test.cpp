@@ -10,6 +10,7 @@
 
 #include "tests/support/test_support.h"
 #include "zero/autograd/ops/fused_ops.h"
+#include "zero/core/philox.h"
 
 namespace zero {
 namespace {
@@ -221,6 +222,118 @@ TEST_P(FusedOpsTest, AttentionBadShapesAreErrors) {
                                                                    "[1, 2, 4, 6]"});
   Tensor v_short = Tensor::Zeros({1, 2, 5, 8}).To(device());
   expect_error_mentions([&] { attention(q, q, v_short); }, {"v of shape [1, 2, 4, 8]"});
+}
+
+// ---- attention dropout ---------------------------------------------------------------
+
+// The unfused composition with dropout: softmax of the masked scores, times a mask
+// built here from philox_uniform with the index of Note [Attention dropout]
+// ((b*H + h)*Tq + i)*Tk + j, then @ v.
+Tensor attention_dropout_reference(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   bool causal, float p, uint64_t seed, uint64_t offset) {
+  const int64_t B = q.size(0), H = q.size(1), tq = q.size(2), tk = k.size(2);
+  Tensor scores = matmul(q, k.Transpose(-1, -2)) * (1.0f / std::sqrt(float(q.size(3))));
+  if (causal) {
+    std::vector<int32_t> mask(tq * tk);
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = 0; j < tk; ++j) mask[i * tk + j] = j > tk - tq + i;
+    scores = masked_fill(scores, Tensor::FromI32(mask, {tq, tk}).To(q.device()), -INFINITY);
+  }
+  std::vector<float> factor(B * H * tq * tk);
+  for (size_t idx = 0; idx < factor.size(); ++idx) {
+    factor[idx] = philox_uniform(seed, offset + idx) >= p ? 1.0f / (1.0f - p) : 0.0f;
+  }
+  const Tensor f = Tensor::From(factor, {B, H, tq, tk}).To(q.device());  // (B, H, Tq, Tk)
+  return matmul(softmax(scores) * f, v);  // (B, H, Tq, D)
+}
+
+TEST_P(FusedOpsTest, AttentionDropoutMatchesExplicitMask) {
+  constexpr float kP = 0.3f;
+  constexpr uint64_t kSeed = 1234;
+  const AttentionCase cases[] = {
+      {2, 2, 5, 5, 16, true},   {2, 2, 5, 5, 16, false},  {1, 3, 3, 7, 16, true},
+      {1, 2, 70, 70, 64, true}, {1, 1, 67, 131, 40, true},  // several tiles on CUDA
+  };
+  uint64_t seed = 400;
+  for (const AttentionCase& c : cases) {
+    SCOPED_TRACE(describe(c));
+    Tensor q = randn_leaf({c.B, c.H, c.Tq, c.D}, device(), seed++);
+    Tensor k = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    Tensor v = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    // A stream already in use: the mask must start at the generator's offset.
+    Generator gen(kSeed);
+    gen.Reserve(1000);
+    const auto fused = [&] {
+      gen.SetState(kSeed, 1000);
+      return attention(q, k, v, c.causal, kP, &gen);
+    };
+    const auto reference = [&] {
+      return attention_dropout_reference(q, k, v, c.causal, kP, kSeed, 1000);
+    };
+    Tensor out = fused();
+    EXPECT_EQ(gen.offset(), 1000 + uint64_t(c.B * c.H * c.Tq * c.Tk))
+        << "attention reserves one stream word per probability";
+    expect_close(out, reference(), 1e-4f, 1e-5f);
+    expect_same_grads(grads_of(fused, {q, k, v}), grads_of(reference, {q, k, v}), 1e-3f, 1e-4f);
+  }
+}
+
+TEST_P(FusedOpsTest, AttentionDropoutGradientsAgainstFiniteDifferences) {
+  const AttentionCase cases[] = {{1, 2, 4, 4, 4, true}, {2, 1, 3, 5, 4, false}};
+  uint64_t seed = 500;
+  for (const AttentionCase& c : cases) {
+    SCOPED_TRACE(describe(c));
+    Tensor q = randn_leaf({c.B, c.H, c.Tq, c.D}, device(), seed++);
+    Tensor k = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    Tensor v = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
+    Generator gen(9);
+    // Every evaluation restarts the stream, so the mask is one fixed function.
+    check_gradients(
+        [&](const std::vector<Tensor>& in) {
+          gen.SetState(9, 0);
+          return attention(in[0], in[1], in[2], c.causal, 0.3f, &gen);
+        },
+        {q, k, v});
+  }
+}
+
+TEST_P(FusedOpsTest, AttentionDropoutIsReproducibleAcrossDevices) {
+  Tensor q = randn_leaf({2, 2, 9, 16}, device(), 600), k = randn_leaf({2, 2, 9, 16}, device(), 601);
+  Tensor v = randn_leaf({2, 2, 9, 16}, device(), 602);
+  Generator gen(42);
+  const auto run = [&](const Tensor& qq, const Tensor& kk, const Tensor& vv, uint64_t offset) {
+    gen.SetState(42, offset);
+    return attention(qq, kk, vv, true, 0.3f, &gen).To(Device::Cpu()).ToVector<float>();
+  };
+  const std::vector<float> first = run(q, k, v, 0);
+  EXPECT_EQ(run(q, k, v, 0), first) << "the same stream position gives the same mask";
+  EXPECT_NE(run(q, k, v, 324), first) << "the next stream words give another mask";
+  if (device().is_cuda()) {  // the CPU kernel draws the same mask
+    const Device cpu = Device::Cpu();
+    const std::vector<float> on_cpu = run(q.To(cpu), k.To(cpu), v.To(cpu), 0);
+    expect_close(Tensor::From(first, q.sizes()), Tensor::From(on_cpu, q.sizes()), 1e-4f, 1e-5f);
+  }
+}
+
+TEST_P(FusedOpsTest, AttentionDropoutZeroIsPlainAttention) {
+  Tensor q = randn_leaf({1, 2, 6, 8}, device(), 700), k = randn_leaf({1, 2, 6, 8}, device(), 701);
+  Tensor v = randn_leaf({1, 2, 6, 8}, device(), 702);
+  Generator gen(5);
+  const auto plain = [&] { return attention(q, k, v, true); };
+  const auto zero_p = [&] { return attention(q, k, v, true, 0.0f, &gen); };
+  const auto host = [](const Tensor& t) { return t.To(Device::Cpu()).ToVector<float>(); };
+  EXPECT_EQ(host(zero_p()), host(plain())) << "bit for bit";
+  const std::vector<Tensor> g0 = grads_of(zero_p, {q, k, v}), g1 = grads_of(plain, {q, k, v});
+  for (size_t i = 0; i < g0.size(); ++i) EXPECT_EQ(host(g0[i]), host(g1[i])) << "input " << i;
+  EXPECT_EQ(gen.offset(), 0u) << "p = 0 draws nothing";
+  // And plain attention is the softmax composition, as tested above.
+  expect_close(plain(), attention_reference(q, k, v, true), 1e-4f, 1e-5f);
+}
+
+TEST_P(FusedOpsTest, AttentionDropoutBadProbabilityIsAnError) {
+  Tensor q = Tensor::Zeros({1, 1, 2, 4}).To(device());
+  expect_error_mentions([&] { attention(q, q, q, true, 1.0f); }, {"dropout probability", "[0, 1)"});
+  expect_error_mentions([&] { attention(q, q, q, true, -0.5f); }, {"-0.5"});
 }
 
 // ---- linear_cross_entropy ------------------------------------------------------------

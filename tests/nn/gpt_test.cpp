@@ -206,6 +206,25 @@ TEST_P(GPTDeviceTest, DropoutActsOnlyInTraining) {
   EXPECT_EQ(model.dropout_generator().offset(), in_eval);
 }
 
+TEST_P(GPTDeviceTest, AttentionProbabilitiesAreDroppedFromTheModelsStream) {
+  nn::GPT model(tiny_config(0.5f), 8);  // B 1, T 8, C 16, H 2, 2 layers
+  model.To(device());
+  const Tensor ids = random_ids({1, 8}, 11, 9, device());
+  const uint64_t before = model.dropout_generator().offset();
+  model.Forward(ids);
+  // Stream words: the embedding dropout (B*T*C) and per layer the attention
+  // probabilities (B*H*T*T), the attention output and the MLP output (B*T*C each).
+  const uint64_t btc = 1 * 8 * 16, bhtt = 1 * 2 * 8 * 8;
+  EXPECT_EQ(model.dropout_generator().offset() - before, btc + 2 * (bhtt + 2 * btc));
+  // Generation never drops attention probabilities, even in training mode (where the
+  // other dropouts still draw): 3 new positions take only 3 (B*T_new*C) ranges.
+  nn::KVCache cache = model.MakeCache(1);
+  const uint64_t before_cached = model.dropout_generator().offset();
+  model.ForwardCached(ids.Slice(1, 0, 3), cache);
+  const uint64_t bt3c = 1 * 3 * 16;
+  EXPECT_EQ(model.dropout_generator().offset() - before_cached, bt3c + 2 * (2 * bt3c));
+}
+
 TEST_P(GPTDeviceTest, KVCacheGivesTheLogitsOfFullForwards) {
   nn::GPT model(tiny_config(), 10);
   model.To(device());

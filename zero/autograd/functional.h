@@ -148,7 +148,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// online softmax; the backward recomputes the probabilities from saved row statistics
 /// (logsumexp [B, H, Tq]). With `causal`, Tq <= Tk and q holds the last Tq positions (a KV
 /// cache): query i sees keys j <= Tk - Tq + i. D <= 128 on CUDA.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true);
+/// `dropout_p` in [0, 1) (pass > 0 only when training) is dropout on the probabilities,
+/// as nanoGPT's attn_dropout: each P[b, h, i, j] (after the softmax, before V) is zeroed
+/// with probability `dropout_p` and the rest scaled by 1/(1 - dropout_p). The mask comes
+/// from `gen`'s Philox stream (the default generator when null), which advances by
+/// B*H*Tq*Tk words; the backward regenerates it. 0 is exactly the attention without dropout.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true,
+                 float dropout_p = 0.0f, Generator* gen = nullptr);
 /// Same value as `cross_entropy(linear(x, weight), targets, ignore_index)` for x [N, C],
 /// weight [V, C], I32 targets [N], without keeping the [N, V] logits: rows are processed in
 /// chunks and the backward recomputes each chunk's logits. Returns a 0-d mean loss.

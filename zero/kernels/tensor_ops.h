@@ -198,13 +198,19 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
 /// [B, H, Tk, D]; saves `lse` [B, H, Tq], each row's logsumexp of the scaled scores.
 /// With `causal`, Tq <= Tk and query i sees keys j <= Tk - Tq + i (the mask is aligned
 /// to the end, so q may hold only the newest positions). D <= 128 on CUDA.
+/// With `dropout_p` in (0, 1), probability P[b, h, i, j] is kept (and scaled by
+/// 1/(1 - p)) iff `philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= p`; `lse`
+/// is of the undropped scores. `dropout_p` = 0 ignores `seed` and `offset`.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                       const Tensor& out, const Tensor& lse);
+                       float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                       const Tensor& lse);
 /// Gradients of `attention_forward` (all three overwritten), recomputing the
-/// probabilities from the saved `out` and `lse`.
+/// probabilities from the saved `out` and `lse` and the dropout mask from
+/// (`dropout_p`, `seed`, `offset`), which must be those of the forward.
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, const Tensor& grad_out, bool causal,
-                        const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);
+                        const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
+                        uint64_t seed, uint64_t offset, const Tensor& grad_q,
+                        const Tensor& grad_k, const Tensor& grad_v);
 /// One-element F32 `count` = how many I32 `targets` [N] are not `ignore_index`. On the
 /// CPU, also throws for a target outside [0, vocab) (naming its row); on CUDA such a
 /// target makes the chunk's loss NaN.

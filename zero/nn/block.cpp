@@ -22,7 +22,7 @@ float residual_init_std(const GPTConfig& config) {
 
 CausalSelfAttention::CausalSelfAttention(const GPTConfig& config, Generator& gen,
                                          Generator* dropout_gen)
-    : n_head_(config.n_head) {
+    : n_head_(config.n_head), attn_dropout_p_(config.dropout), dropout_gen_(dropout_gen) {
   const int64_t c = config.n_embd;
   c_attn_ = RegisterModule("c_attn", std::make_shared<Linear>(c, 3 * c, gen));
   c_proj_ = RegisterModule("c_proj",
@@ -49,8 +49,9 @@ Tensor CausalSelfAttention::Output_(const Tensor& y) const {
 
 Tensor CausalSelfAttention::Forward(const Tensor& x) const {
   Tensor q, k, v;
-  Heads_(x, q, k, v);                                // 3 x (B, H, T, D)
-  return Output_(attention(q, k, v, /*causal=*/true));  // (B, T, C)
+  Heads_(x, q, k, v);  // 3 x (B, H, T, D)
+  const float p = is_training() ? attn_dropout_p_ : 0.0f;
+  return Output_(attention(q, k, v, /*causal=*/true, p, dropout_gen_));  // (B, T, C)
 }
 
 Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache,
@@ -65,7 +66,8 @@ Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache
   v_cache.Slice(2, start, end).CopyFrom_(v);
   const Tensor keys = k_cache.Slice(2, 0, end);        // (B, H, end, D)
   const Tensor values = v_cache.Slice(2, 0, end);      // (B, H, end, D)
-  return Output_(attention(q, keys, values, /*causal=*/true));  // (B, T_new, C)
+  // Generation never drops: dropout_p stays 0 whatever the mode.
+  return Output_(attention(q, keys, values, /*causal=*/true, /*dropout_p=*/0.0f));  // (B, T_new, C)
 }
 
 // ---------------------------------------------------------------- MLP

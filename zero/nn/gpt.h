@@ -30,7 +30,8 @@ struct GPTConfig {
   int64_t n_layer = 6;       ///< Number of blocks.
   int64_t n_head = 6;        ///< Attention heads per block; must divide n_embd.
   int64_t n_embd = 384;      ///< C: width of the residual stream.
-  float dropout = 0.2f;      ///< Dropout probability (embeddings, attention and MLP outputs).
+  float dropout = 0.2f;      ///< Dropout probability (embeddings, attention probabilities,
+                             ///< attention and MLP outputs).
 };
 
 /// Keys and values of every layer for incremental decoding: per layer k and v of
@@ -59,17 +60,20 @@ class KVCache {
 };
 
 /// Multi-head causal self-attention: c_attn makes q, k, v for all heads at once, the
-/// fused `attention` op mixes positions, c_proj mixes heads.
+/// fused `attention` op mixes positions (with dropout on its probabilities in training,
+/// nanoGPT's attn_dropout), c_proj mixes heads.
 class CausalSelfAttention : public Module {
  public:
   /// c_attn [3C, C] and c_proj [C, C] drawn from `gen` (c_proj with the residual scaling,
-  /// see GPT); dropout draws from `dropout_gen`.
+  /// see GPT); both dropouts (probabilities and output) use `config.dropout` and draw
+  /// from `dropout_gen`.
   CausalSelfAttention(const GPTConfig& config, Generator& gen, Generator* dropout_gen);
   /// x [B, T, C] -> [B, T, C], position t attending to positions <= t.
   Tensor Forward(const Tensor& x) const;
   /// x [B, T_new, C] holds positions `start`.. of a sequence whose keys and values for
   /// positions < `start` are in `k_cache`, `v_cache` [B, H, T_max, D]; writes the new
-  /// keys and values there and attends over all `start + T_new` of them.
+  /// keys and values there and attends over all `start + T_new` of them. Generation:
+  /// never drops attention probabilities.
   Tensor ForwardCached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
                        int64_t start) const;
 
@@ -82,6 +86,8 @@ class CausalSelfAttention : public Module {
   std::shared_ptr<Linear> c_attn_;
   std::shared_ptr<Linear> c_proj_;
   std::shared_ptr<Dropout> resid_dropout_;
+  float attn_dropout_p_;    // dropout on the attention probabilities, in training
+  Generator* dropout_gen_;  // the stream of both dropouts; null = default generator
 };
 
 /// The position-wise feed-forward network: C -> 4C -> GeLU -> C -> dropout.
@@ -126,9 +132,8 @@ class Block : public Module {
 /// The output head is tied: nanoGPT's `lm_head.weight` *is* `transformer.wte.weight`,
 /// one tensor, listed once here (nanoGPT's state dict lists both keys for one storage).
 ///
-/// Differences from nanoGPT: attention has no dropout on the attention probabilities
-/// (the fused attention op keeps no probability matrix to drop from); the residual
-/// dropouts after c_proj and the embedding dropout are the same.
+/// Dropout is nanoGPT's: on the embeddings, on the attention probabilities (inside the
+/// fused attention op, from a recomputed Philox mask), and after each c_proj.
 class GPT : public Module {
  public:
   /// Builds the model on the CPU (move it with `To`). Weights of Linear and Embedding

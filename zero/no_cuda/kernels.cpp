@@ -48,8 +48,8 @@ void adamw_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& m,
 void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("matmul"); }
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) { no_cuda_kernel("linear_forward"); }
 void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight, const Tensor& grad_bias) { no_cuda_kernel("linear_backward_params"); }
-void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, const Tensor& out, const Tensor& lse) { no_cuda_kernel("attention_forward"); }
-void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& grad_out, bool causal, const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) { no_cuda_kernel("attention_backward"); }
+void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out, const Tensor& lse) { no_cuda_kernel("attention_forward"); }
+void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p, uint64_t seed, uint64_t offset, const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) { no_cuda_kernel("attention_backward"); }
 void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t vocab, const Tensor& count) { no_cuda_kernel("cross_entropy_count"); }
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index, const Tensor& count, const Tensor& lse, const Tensor& loss) { no_cuda_kernel("cross_entropy_chunk_forward"); }
 void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets, const Tensor& lse, const Tensor& grad_loss, const Tensor& count, int ignore_index) { no_cuda_kernel("cross_entropy_chunk_backward"); }

@@ -59,7 +59,7 @@ std::vector<Tensor> OpAttention::OpValue_(const std::vector<Tensor>& in) {
   const Tensor& q = in[0];  // (B, H, Tq, D)
   Tensor out = Tensor::Empty(q.sizes(), q.options());                        // (B, H, Tq, D)
   lse_ = Tensor::Empty({q.size(0), q.size(1), q.size(2)}, q.options());      // (B, H, Tq)
-  ops::attention_forward(q, in[1], in[2], causal_, out, lse_);
+  ops::attention_forward(q, in[1], in[2], causal_, dropout_p_, seed_, offset_, out, lse_);
   out_ = out.Detach();
   return {out};
 }
@@ -71,8 +71,8 @@ std::vector<Tensor> OpAttention::Backward_(const std::vector<Tensor>& grad) {
   Tensor grad_q = Tensor::Empty(q.sizes(), q.options());  // (B, H, Tq, D)
   Tensor grad_k = Tensor::Empty(k.sizes(), k.options());  // (B, H, Tk, D)
   Tensor grad_v = Tensor::Empty(v.sizes(), v.options());  // (B, H, Tk, D)
-  ops::attention_backward(q, k, v, out_, lse_, grad[0].Contiguous(), causal_, grad_q, grad_k,
-                          grad_v);
+  ops::attention_backward(q, k, v, out_, lse_, grad[0].Contiguous(), causal_, dropout_p_, seed_,
+                          offset_, grad_q, grad_k, grad_v);
   return {needs_grad(0) ? grad_q : Tensor(), needs_grad(1) ? grad_k : Tensor(),
           needs_grad(2) ? grad_v : Tensor()};
 }
@@ -170,12 +170,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return autograd::RunOp<autograd::OpLinear>(inputs);
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float dropout_p,
+                 Generator* gen) {
   ZERO_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
              "attention: expected q, k, v of shape [B, H, T, D], got ", shape_to_string(q.sizes()),
              ", ", shape_to_string(k.sizes()), ", ", shape_to_string(v.sizes()));
+  ZERO_CHECK(dropout_p >= 0.0f && dropout_p < 1.0f,
+             "attention: expected a dropout probability in [0, 1), got ", dropout_p);
+  uint64_t seed = 0, offset = 0;  // unused without dropout
+  if (dropout_p > 0.0f) {
+    // One stream word per (b, h, i, j), masked or not, so the index formula of the
+    // mask stays a plain row-major position.
+    Generator& g = gen ? *gen : default_generator();
+    seed = g.seed();
+    offset = g.Reserve(static_cast<uint64_t>(q.size(0) * q.size(1) * q.size(2) * k.size(2)));
+  }
   return autograd::RunOp<autograd::OpAttention>({q.Contiguous(), k.Contiguous(), v.Contiguous()},
-                                                causal);
+                                                causal, dropout_p, seed, offset);
 }
 
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,

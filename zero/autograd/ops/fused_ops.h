@@ -32,12 +32,19 @@ class OpLinear : public TensorOp {
 
 /// Scaled dot-product attention on inputs {q [B, H, Tq, D], k, v [B, H, Tk, D]}
 /// (contiguous), scale 1/sqrt(D). With `causal`, query i sees keys j <= Tk - Tq + i.
-/// Saves the output and one logsumexp per query row [B, H, Tq]: the backward
-/// recomputes the probabilities from them, tile by tile.
+/// With `dropout_p` > 0, each probability P[b, h, i, j] is zeroed with probability
+/// `dropout_p` and the rest scaled by 1/(1 - dropout_p), P[b, h, i, j] being kept iff
+/// `philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= dropout_p` (Note
+/// [Attention dropout] in kernels/cpu/attention_cpu.cpp).
+/// Saves the output and one logsumexp per query row [B, H, Tq] (of the undropped
+/// scores): the backward recomputes the probabilities from them, tile by tile, and the
+/// dropout mask from (seed, offset).
 class OpAttention : public TensorOp {
  public:
-  /// `causal` masks keys after each query's position.
-  explicit OpAttention(bool causal) : causal_(causal) {}
+  /// `causal` masks keys after each query's position; `dropout_p` in [0, 1) drops
+  /// probabilities with the mask of Philox stream words `offset`.. of `seed`.
+  OpAttention(bool causal, float dropout_p, uint64_t seed, uint64_t offset)
+      : causal_(causal), dropout_p_(dropout_p), seed_(seed), offset_(offset) {}
   /// "OpAttention".
   const char* name() const override { return "OpAttention"; }
 
@@ -51,6 +58,9 @@ class OpAttention : public TensorOp {
 
  private:
   bool causal_;
+  float dropout_p_;
+  uint64_t seed_;
+  uint64_t offset_;
   Tensor out_;  // (B, H, Tq, D), detached
   Tensor lse_;  // (B, H, Tq)
 };

@@ -10,12 +10,33 @@
 // Backward, per (b, h) so that no two threads write the same dK, dV rows: for each
 // query row, P_j = exp(s_j - lse) is recomputed and, with delta = rowsum(dO * O),
 //   dV_j += P_j dO,  dP_j = dO . V_j,  dS_j = P_j (dP_j - delta),
-//   dQ += dS_j K_j * scale,  dK_j += dS_j Q * scale.
+//   dQ += dS_j K_j * scale,  dK_j += dS_j Q * scale
+// (without dropout; with it, dV_j takes P_j F_j and dP_j is multiplied by F_j).
+//
+// Note [Attention dropout]
+// nanoGPT drops attention probabilities (its attn_dropout). With drop probability p the
+// output is O = Z V, Z = P * F, where P = softmax(S) row by row (S the scaled, masked
+// scores) and F[b, h, i, j] is 1/(1 - p) if
+//   philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= p
+// and 0 otherwise. The mask is a pure function of its index, so the CPU rows and the
+// CUDA tiles compute the same mask in any order, and the backward recomputes it:
+// nothing of size [Tq, Tk] is stored. The softmax statistics (m, l, lse) are those of
+// the undropped P; dropout only changes what multiplies V. The backward, by the chain
+// rule through Z = P * F and the softmax:
+//   dV = Z^T dO,  dZ_ij = dO_i . V_j,  dP_ij = dZ_ij F_ij,
+//   dS_ij = P_ij (dP_ij - delta_i),  delta_i = sum_j P_ij dP_ij,
+// and delta_i is still rowsum(dO * O), computable from the saved output:
+//   sum_j P_ij dP_ij = sum_j (P_ij F_ij) dZ_ij = sum_j Z_ij (dO_i . V_j)
+//                    = dO_i . (sum_j Z_ij V_j) = dO_i . O_i.
+// So dropout changes the backward in two places: dV accumulates Z instead of P, and
+// dO_i . V_j is multiplied by F before delta is subtracted. p = 0 is F = 1 exactly (the
+// kernels then skip the Philox draws), so it gives the plain attention's results.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "zero/kernels/attention_dropout.h"
 #include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 
@@ -37,12 +58,15 @@ int64_t visible_keys(bool causal, int64_t i, int64_t tq, int64_t tk) {
   return causal ? tk - tq + i + 1 : tk;
 }
 
+
 }  // namespace
 
 void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                           const Tensor& out, const Tensor& lse) {
+                           float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                           const Tensor& lse) {
   const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const AttentionDropout drop(dropout_p, seed, offset);
   const float* pq = q.data_ptr<float>();
   const float* pk = k.data_ptr<float>();
   const float* pv = v.data_ptr<float>();
@@ -75,9 +99,10 @@ void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bo
         for (double& a : acc) a *= alpha;
         for (int64_t j = 0; j < nj; ++j) {
           const double p = std::exp(scores[j] - m_new);
-          l += p;
+          l += p;  // the softmax sums undropped probabilities
+          const double z = p * drop.factor(r, j0 + j, tk);
           const float* vj = vb + (j0 + j) * D;
-          for (int64_t d = 0; d < D; ++d) acc[d] += p * vj[d];
+          for (int64_t d = 0; d < D; ++d) acc[d] += z * vj[d];
         }
         m = m_new;
       }
@@ -89,9 +114,11 @@ void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bo
 
 void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                             const Tensor& lse, const Tensor& grad_out, bool causal,
-                            const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
+                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& grad_q,
+                            const Tensor& grad_k, const Tensor& grad_v) {
   const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const AttentionDropout drop(dropout_p, seed, offset);
   const float* pq = q.data_ptr<float>();
   const float* pk = k.data_ptr<float>();
   const float* pv = v.data_ptr<float>();
@@ -121,9 +148,10 @@ void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, c
           const float* kj = kb + j * D;
           const float* vj = vb + j * D;
           const double p = std::exp(scale * dot(qi, kj, D) - plse[r]);
-          const double ds = p * (dot(doi, vj, D) - delta);
+          const double f = drop.factor(r, j, tk);
+          const double ds = p * (dot(doi, vj, D) * f - delta);
           for (int64_t d = 0; d < D; ++d) {
-            dv[j * D + d] += p * doi[d];
+            dv[j * D + d] += p * f * doi[d];
             dq[d] += ds * kj[d];
             dk[j * D + d] += ds * qi[d];
           }

@@ -52,10 +52,12 @@ void adamw_update_cpu(const Tensor& param, const Tensor& grad, const Tensor& m, 
 
 // Fused ops (linear.cpp, attention.cpp, linear_cross_entropy.cpp dispatch to these).
 void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                           const Tensor& out, const Tensor& lse);
+                           float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                           const Tensor& lse);
 void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                            const Tensor& lse, const Tensor& grad_out, bool causal,
-                            const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);
+                            const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
+                            uint64_t seed, uint64_t offset, const Tensor& grad_q, const Tensor& grad_k,
+                            const Tensor& grad_v);
 void cross_entropy_count_cpu(const Tensor& targets, int ignore_index, int64_t vocab,
                              const Tensor& count);
 void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,

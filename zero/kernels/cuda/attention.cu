@@ -27,8 +27,13 @@
 // (probability 0). D is padded up to a compiled width of 32, 64 or 128 (zeros add
 // nothing to the dot products), so any D <= 128 works. Shared memory exceeds the
 // default 48 KB for D >= 64 and is opted into per kernel (cudaFuncSetAttribute).
+//
+// Dropout (Note [Attention dropout] in cpu/attention_cpu.cpp): each thread redraws the
+// factor F of the (i, j) it owns from the CPU's global index. The forward sums P into l
+// but multiplies V by P * F; the backward uses P^T * F for dV and dP * F in dS.
 #include <cmath>
 
+#include "zero/kernels/attention_dropout.h"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
@@ -120,7 +125,7 @@ __device__ void store_rows(float* dst, const float acc[kPerThread][kD / 16], flo
 template <int kD>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
     const float* q, const float* k, const float* v, float* out, float* lse, int Tq, int Tk,
-    int D, float scale, bool causal) {
+    int D, float scale, bool causal, AttentionDropout drop) {
   extern __shared__ float smem[];
   float* qs = smem;                     // (64, kD + 1)
   float* ks = qs + kTile * (kD + 1);    // (64, kD + 1)
@@ -160,7 +165,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
       float sum = 0.0f;
       for (int c = 0; c < kPerThread; ++c) {
         const float p = __expf(s[r][c] - m_use);
-        ps[(ty + 16 * r) * kPLd + tx + 16 * c] = p;
+        // V is multiplied by the dropped P; the softmax sum takes the undropped P.
+        ps[(ty + 16 * r) * kPLd + tx + 16 * c] = p * drop.factor(bh * Tq + i, k0 + tx + 16 * c, Tk);
         sum += p;
       }
       l[r] = l[r] * alpha + row_sum(sum);
@@ -196,7 +202,7 @@ template <int kD>
 __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     const float* q, const float* k, const float* v, const float* grad_out, const float* lse,
     const float* delta, float* grad_k, float* grad_v, int Tq, int Tk, int D, float scale,
-    bool causal) {
+    bool causal, AttentionDropout drop) {
   extern __shared__ float smem[];
   float* ks = smem;                     // (64, kD + 1) resident
   float* vs = ks + kTile * (kD + 1);    // (64, kD + 1) resident
@@ -232,10 +238,11 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     for (int r = 0; r < kPerThread; ++r) {
       for (int c = 0; c < kPerThread; ++c) {
         const int j = k0 + ty + 16 * r, ic = tx + 16 * c;
-        const float p = visible(q0 + ic, j, Tq, Tk, causal)
-                            ? __expf(st[r][c] * scale - lse_s[ic]) : 0.0f;
-        pts[(ty + 16 * r) * kPLd + ic] = p;
-        dsts[(ty + 16 * r) * kPLd + ic] = p * (dpt[r][c] - delta_s[ic]);
+        const bool seen = visible(q0 + ic, j, Tq, Tk, causal);
+        const float p = seen ? __expf(st[r][c] * scale - lse_s[ic]) : 0.0f;
+        const float f = seen ? drop.factor(bh * Tq + q0 + ic, j, Tk) : 1.0f;
+        pts[(ty + 16 * r) * kPLd + ic] = p * f;                             // Z^T
+        dsts[(ty + 16 * r) * kPLd + ic] = p * (dpt[r][c] * f - delta_s[ic]);
       }
     }
     __syncthreads();
@@ -249,7 +256,8 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
 template <int kD>
 __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
     const float* q, const float* k, const float* v, const float* grad_out, const float* lse,
-    const float* delta, float* grad_q, int Tq, int Tk, int D, float scale, bool causal) {
+    const float* delta, float* grad_q, int Tq, int Tk, int D, float scale, bool causal,
+    AttentionDropout drop) {
   extern __shared__ float smem[];
   float* qs = smem;                     // (64, kD + 1) resident
   float* dos = qs + kTile * (kD + 1);   // (64, kD + 1) resident
@@ -282,9 +290,10 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
     for (int r = 0; r < kPerThread; ++r) {
       for (int c = 0; c < kPerThread; ++c) {
         const int i = q0 + ty + 16 * r, jc = tx + 16 * c;
-        const float p = visible(i, k0 + jc, Tq, Tk, causal)
-                            ? __expf(s[r][c] * scale - row_lse[r]) : 0.0f;
-        dss[(ty + 16 * r) * kPLd + jc] = p * (dp[r][c] - row_delta[r]);
+        const bool seen = visible(i, k0 + jc, Tq, Tk, causal);
+        const float p = seen ? __expf(s[r][c] * scale - row_lse[r]) : 0.0f;
+        const float f = seen ? drop.factor(bh * Tq + i, k0 + jc, Tk) : 1.0f;
+        dss[(ty + 16 * r) * kPLd + jc] = p * (dp[r][c] * f - row_delta[r]);
       }
     }
     __syncthreads();
@@ -306,8 +315,8 @@ size_t smem_bytes(int big, int small, int vectors) {
 }
 
 template <int kD>
-void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, const Tensor& out,
-             const Tensor& lse) {
+void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+             const AttentionDropout& drop, const Tensor& out, const Tensor& lse) {
   const int64_t bh = q.size(0) * q.size(1);
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
@@ -317,14 +326,14 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, con
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));
   attention_forward_kernel<kD><<<grid, kThreads, smem, cuda::current_stream()>>>(
       q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(),
-      lse.data_ptr<float>(), Tq, Tk, D, 1.0f / std::sqrt(static_cast<float>(D)), causal);
+      lse.data_ptr<float>(), Tq, Tk, D, 1.0f / std::sqrt(static_cast<float>(D)), causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
 template <int kD>
 void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-              const Tensor& lse, const Tensor& grad_out, bool causal, const Tensor& grad_q,
-              const Tensor& grad_k, const Tensor& grad_v) {
+              const Tensor& lse, const Tensor& grad_out, bool causal, const AttentionDropout& drop,
+              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
   const int64_t bh = q.size(0) * q.size(1);
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
@@ -344,7 +353,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   attention_backward_dkdv_kernel<kD><<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
       q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), grad_out.data_ptr<float>(),
       lse.data_ptr<float>(), delta.data_ptr<float>(), grad_k.data_ptr<float>(),
-      grad_v.data_ptr<float>(), Tq, Tk, D, scale, causal);
+      grad_v.data_ptr<float>(), Tq, Tk, D, scale, causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
   const size_t smem_q = smem_bytes<kD>(4, 1, 0);
@@ -354,31 +363,37 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   attention_backward_dq_kernel<kD><<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
       q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), grad_out.data_ptr<float>(),
       lse.data_ptr<float>(), delta.data_ptr<float>(), grad_q.data_ptr<float>(), Tq, Tk, D, scale,
-      causal);
+      causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace
 
 void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                            const Tensor& out, const Tensor& lse) {
+                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                            const Tensor& lse) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const int64_t D = q.size(3);
-  if (D <= 32) return forward<32>(q, k, v, causal, out, lse);
-  if (D <= 64) return forward<64>(q, k, v, causal, out, lse);
-  forward<128>(q, k, v, causal, out, lse);
+  const AttentionDropout drop(dropout_p, seed, offset);
+  if (D <= 32) return forward<32>(q, k, v, causal, drop, out, lse);
+  if (D <= 64) return forward<64>(q, k, v, causal, drop, out, lse);
+  forward<128>(q, k, v, causal, drop, out, lse);
 }
 
 void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                              const Tensor& lse, const Tensor& grad_out, bool causal,
+                             float dropout_p, uint64_t seed, uint64_t offset,
                              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
   const int64_t D = q.size(3);
-  if (D <= 32) return backward<32>(q, k, v, out, lse, grad_out, causal, grad_q, grad_k, grad_v);
-  if (D <= 64) return backward<64>(q, k, v, out, lse, grad_out, causal, grad_q, grad_k, grad_v);
-  backward<128>(q, k, v, out, lse, grad_out, causal, grad_q, grad_k, grad_v);
+  const AttentionDropout drop(dropout_p, seed, offset);
+  if (D <= 32)
+    return backward<32>(q, k, v, out, lse, grad_out, causal, drop, grad_q, grad_k, grad_v);
+  if (D <= 64)
+    return backward<64>(q, k, v, out, lse, grad_out, causal, drop, grad_q, grad_k, grad_v);
+  backward<128>(q, k, v, out, lse, grad_out, causal, drop, grad_q, grad_k, grad_v);
 }
 
 }  // namespace zero::ops

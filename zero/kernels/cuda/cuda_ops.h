@@ -61,10 +61,12 @@ void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bi
 void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
                                  const Tensor& grad_weight, const Tensor& grad_bias);
 void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                           const Tensor& out, const Tensor& lse);
+                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                            const Tensor& lse);
 void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                            const Tensor& lse, const Tensor& grad_out, bool causal,
-                            const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);
+                             const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
+                             uint64_t seed, uint64_t offset, const Tensor& grad_q, const Tensor& grad_k,
+                             const Tensor& grad_v);
 void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t vocab,
                               const Tensor& count);
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index,
