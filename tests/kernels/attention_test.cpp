@@ -48,7 +48,7 @@ TEST_P(AttentionTest, ForwardMatchesNaiveDoubleLoopAndSavesLogSumExp) {
   }
   Tensor out = Tensor::Empty({1, 1, tq, D}, TensorOption().OnDevice(device()));
   Tensor lse = Tensor::Empty({1, 1, tq}, TensorOption().OnDevice(device()));
-  ops::attention_forward(q.To(device()), k.To(device()), v.To(device()), true, out, lse);
+  ops::attention_forward(q.To(device()), k.To(device()), v.To(device()), true, 0.0f, 0, 0, out, lse);
   expect_close(out, expected_out, 1e-4f, 1e-5f);
   expect_close(lse, expected_lse, 1e-5f, 1e-5f);
 }
@@ -58,27 +58,27 @@ TEST_P(AttentionTest, DispatchChecksArguments) {
   Tensor q = Tensor::Zeros({2, 3, 4, 8}, on);
   Tensor out = Tensor::Empty({2, 3, 4, 8}, on);
   const Tensor lse_2d = Tensor::Empty({2, 3}, on);
-  expect_error_mentions([&] { ops::attention_forward(q, q, q, true, out, lse_2d); },
+  expect_error_mentions([&] { ops::attention_forward(q, q, q, true, 0.0f, 0, 0, out, lse_2d); },
                         {"lse of shape [2, 3, 4]", "[2, 3]"});
   const Tensor lse_i32 = Tensor::Empty({2, 3, 4}, on.WithDtype(DataType::I32));
-  expect_error_mentions([&] { ops::attention_forward(q, q, q, true, out, lse_i32); },
+  expect_error_mentions([&] { ops::attention_forward(q, q, q, true, 0.0f, 0, 0, out, lse_i32); },
                         {"lse of dtype f32", "i32"});
   Tensor strided = Tensor::Zeros({2, 3, 8, 4}, on);
   Tensor lse = Tensor::Empty({2, 3, 4}, on);
   expect_error_mentions(
       [&] { ops::attention_forward(Tensor(meta_transpose(strided.meta(), 2, 3), strided.node()), q,
-                                   q, true, out, lse); },
+                                   q, true, 0.0f, 0, 0, out, lse); },
       {"q to be contiguous"});
   Tensor wide = Tensor::Zeros({1, 1, 2, 160}, on);
   Tensor wide_out = Tensor::Empty({1, 1, 2, 160}, on);
   Tensor wide_lse = Tensor::Empty({1, 1, 2}, on);
   if (device().is_cuda()) {
     expect_error_mentions(
-        [&] { ops::attention_forward(wide, wide, wide, true, wide_out, wide_lse); },
+        [&] { ops::attention_forward(wide, wide, wide, true, 0.0f, 0, 0, wide_out, wide_lse); },
         {"D <= 128", "D = 160"});
   } else {
     // The CPU reference has no limit on D: attention over equal keys averages v.
-    ops::attention_forward(wide, wide, wide, true, wide_out, wide_lse);
+    ops::attention_forward(wide, wide, wide, true, 0.0f, 0, 0, wide_out, wide_lse);
     expect_close(wide_out, std::vector<float>(320, 0.0f));
     expect_close(wide_lse, {0.0f, std::log(2.0f)});
   }
