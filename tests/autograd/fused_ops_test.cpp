@@ -303,7 +303,7 @@ TEST_P(FusedOpsTest, AttentionDropoutIsReproducibleAcrossDevices) {
   Generator gen(42);
   const auto run = [&](const Tensor& qq, const Tensor& kk, const Tensor& vv, uint64_t offset) {
     gen.SetState(42, offset);
-    return attention(qq, kk, vv, true, 0.3f, &gen).To(Device::Cpu()).ToVector<float>();
+    return attention(qq, kk, vv, true, 0.3f, &gen).ToVector<float>();
   };
   const std::vector<float> first = run(q, k, v, 0);
   EXPECT_EQ(run(q, k, v, 0), first) << "the same stream position gives the same mask";
@@ -321,7 +321,7 @@ TEST_P(FusedOpsTest, AttentionDropoutZeroIsPlainAttention) {
   Generator gen(5);
   const auto plain = [&] { return attention(q, k, v, true); };
   const auto zero_p = [&] { return attention(q, k, v, true, 0.0f, &gen); };
-  const auto host = [](const Tensor& t) { return t.To(Device::Cpu()).ToVector<float>(); };
+  const auto host = [](const Tensor& t) { return t.ToVector<float>(); };
   EXPECT_EQ(host(zero_p()), host(plain())) << "bit for bit";
   const std::vector<Tensor> g0 = grads_of(zero_p, {q, k, v}), g1 = grads_of(plain, {q, k, v});
   for (size_t i = 0; i < g0.size(); ++i) EXPECT_EQ(host(g0[i]), host(g1[i])) << "input " << i;
