@@ -10,26 +10,12 @@
 #include "gpu.h"
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
-#include "zero/cuda/stream.h"
 
 namespace ch07 {
 namespace {
 
 using zero::Tensor;
 
-template <typename Work>
-float median_ms(Work&& work, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) work();
-  zero::cuda::EventTimer timer;
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    timer.Start();
-    work();
-    ms[i] = timer.Stop();
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
-}
 
 // max |a - b| / max |b| over all elements.
 double relative_difference(const Tensor& a, const Tensor& b) {

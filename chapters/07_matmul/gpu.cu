@@ -39,21 +39,6 @@ const Mode kModes[] = {
     {"FP16-compute", "1", CUBLAS_COMPUTE_32F_FAST_16F, kPeakFp16Tflops, 4e-3},
 };
 
-// Median milliseconds of `reps` runs of `work` after `warmup` untimed runs, each timed
-// with CUDA events on the default stream (chapter 08 explains why events).
-template <typename Work>
-float median_ms(Work&& work, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) work();
-  zero::cuda::EventTimer timer;
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    timer.Start();
-    work();
-    ms[i] = timer.Stop();
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
-}
 
 // Host copies of A [M,K] and B [K,N], and the worst error of a GPU result C over sampled
 // entries, against a double dot product, normalised by sum_k |a_ik b_kj| (the size an

@@ -3,6 +3,11 @@
 // point of the GPU half (defined only when the chapter is built with CUDA).
 #pragma once
 
+#include <algorithm>
+#include <vector>
+
+#include "zero/cuda/stream.h"
+
 namespace ch07 {
 
 struct Options {
@@ -19,6 +24,22 @@ constexpr double kPeakHbmTBps = 4.8;
 // Runs the GEMM, cuBLAS-overhead and GEMV-to-GEMM experiments; returns the number of
 // results that failed their check against the CPU reference.
 int run_gpu_part(const Options& options);
+
+// Median milliseconds of `reps` runs of `work` after `warmup` untimed runs, each timed
+// with CUDA events on the default stream (chapter 08 explains why events).
+template <typename Work>
+float median_ms(Work&& work, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) work();
+  zero::cuda::EventTimer timer;
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) {
+    timer.Start();
+    work();
+    ms[i] = timer.Stop();
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[reps / 2];
+}
 
 // Section 5 (epilogue.cu): zero::linear (bias added in the cuBLASLt epilogue) against a
 // GEMM followed by an add; returns the number of mismatches.
