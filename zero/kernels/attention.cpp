@@ -29,12 +29,17 @@ void check_rows(const char* op, const Tensor& t, const char* what, const Shape& 
              shape_to_string(t.strides()), "; call .Contiguous()");
 }
 
-// `t` itself if contiguous, else a contiguous copy: the CPU reference reads row-major.
-Tensor contiguous_copy(const Tensor& t) {
+// The CPU reference reads and writes row-major arrays. An input: `t` itself if
+// contiguous, else a contiguous copy. An output: `t` itself if contiguous, else a
+// contiguous buffer whose result the caller copies into `t`.
+Tensor contiguous_input(const Tensor& t) {
   if (t.is_contiguous()) return t;
   Tensor c = Tensor::Empty(t.sizes(), t.options());
   copy(t, c);
   return c;
+}
+Tensor contiguous_output(const Tensor& t) {
+  return t.is_contiguous() ? t : Tensor::Empty(t.sizes(), t.options());
 }
 
 // Checks q, k, v against each other; returns {B, H, Tq, Tk, D}.
@@ -76,8 +81,8 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   if (out.numel() == 0 && lse.numel() == 0) return;
   if (q.device().is_cpu()) {
-    const Tensor out_c = contiguous_copy(out);
-    attention_forward_cpu(contiguous_copy(q), contiguous_copy(k), contiguous_copy(v), causal,
+    const Tensor out_c = contiguous_output(out);
+    attention_forward_cpu(contiguous_input(q), contiguous_input(k), contiguous_input(v), causal,
                           dropout_p, seed, offset, out_c, lse);
     if (!out.is_contiguous()) copy(out_c, out);
   } else {
@@ -100,11 +105,11 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_rows(op, grad_k, "grad_k", k.sizes());
   check_rows(op, grad_v, "grad_v", v.sizes());
   if (q.device().is_cpu()) {
-    const Tensor dq = contiguous_copy(grad_q), dk = contiguous_copy(grad_k);
-    const Tensor dv = contiguous_copy(grad_v);
-    attention_backward_cpu(contiguous_copy(q), contiguous_copy(k), contiguous_copy(v),
-                           contiguous_copy(out), lse, contiguous_copy(grad_out), causal, dropout_p,
-                           seed, offset, dq, dk, dv);
+    const Tensor dq = contiguous_output(grad_q), dk = contiguous_output(grad_k);
+    const Tensor dv = contiguous_output(grad_v);
+    attention_backward_cpu(contiguous_input(q), contiguous_input(k), contiguous_input(v),
+                           contiguous_input(out), lse, contiguous_input(grad_out), causal,
+                           dropout_p, seed, offset, dq, dk, dv);
     if (!grad_q.is_contiguous()) copy(dq, grad_q);
     if (!grad_k.is_contiguous()) copy(dk, grad_k);
     if (!grad_v.is_contiguous()) copy(dv, grad_v);

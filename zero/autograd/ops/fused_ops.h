@@ -6,7 +6,8 @@
 /// to save memory traffic (Linear: bias added inside the GEMM) or memory outright
 /// (attention never stores the [T, T] probabilities; linear + cross-entropy never
 /// stores the [N, V] logits). The backwards recompute what was not stored. Each is
-/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp).
+/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp,
+/// tests/autograd/packed_attention_test.cpp).
 #pragma once
 
 #include <cstdint>
