@@ -1,7 +1,8 @@
 // Tests of the attention kernels called directly (kernels/attention.cpp): the saved
 // per-row logsumexp and the output against a naive double-precision loop (the
-// autograd tests in tests/autograd/fused_ops_test.cpp only see the output), and the
-// argument checks of the dispatch.
+// autograd tests in tests/autograd/fused_ops_test.cpp only see the output), strided
+// operands (views of a packed qkv, outputs inside wider buffers) against contiguous
+// ones, and the argument checks of the dispatch.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -68,7 +69,7 @@ TEST_P(AttentionTest, DispatchChecksArguments) {
   expect_error_mentions(
       [&] { ops::attention_forward(Tensor(meta_transpose(strided.meta(), 2, 3), strided.node()), q,
                                    q, true, 0.0f, 0, 0, out, lse); },
-      {"q to be contiguous"});
+      {"q with a contiguous last dimension", "strides [96, 32, 1, 4]"});
   Tensor wide = Tensor::Zeros({1, 1, 2, 160}, on);
   Tensor wide_out = Tensor::Empty({1, 1, 2, 160}, on);
   Tensor wide_lse = Tensor::Empty({1, 1, 2}, on);
@@ -81,6 +82,55 @@ TEST_P(AttentionTest, DispatchChecksArguments) {
     ops::attention_forward(wide, wide, wide, true, 0.0f, 0, 0, wide_out, wide_lse);
     expect_close(wide_out, std::vector<float>(320, 0.0f));
     expect_close(wide_lse, {0.0f, std::log(2.0f)});
+  }
+}
+
+TEST_P(AttentionTest, StridedOperandsMatchContiguous) {
+  // q, k, v: the column ranges of a packed [B, T, 3C] buffer viewed as [B, H, T, D]
+  // (strides (T*3C, D, 3C, 1)); out, grad_out and the gradients likewise inside buffers
+  // 5 columns wider than they need, whose extra columns must stay untouched.
+  const int64_t B = 2, T = 67, H = 3, D = 16, C = H * D, kPad = 5;
+  const TensorOption on(TensorOption().OnDevice(device()));
+  const auto heads = [&](const Tensor& buffer, int64_t c0) {  // (B, H, T, D) view
+    return buffer.Slice(2, c0, c0 + C).View({B, T, H, D}).Transpose(1, 2);
+  };
+  const auto sentinel_buffer = [&](int64_t width) {
+    Tensor t = Tensor::Empty({B, T, width}, on);
+    t.Fill_(-7.0f);
+    return t;
+  };
+  Generator gen(11);
+  const Tensor qkv = Tensor::Randn({B, T, 3 * C}, {}, &gen).To(device());
+  const Tensor grad_y = Tensor::Randn({B, T, C + kPad}, {}, &gen).To(device());
+  const Tensor q = heads(qkv, 0), k = heads(qkv, C), v = heads(qkv, 2 * C);
+  const Tensor grad_out = heads(grad_y, kPad);
+  ASSERT_FALSE(q.is_contiguous());
+  ASSERT_FALSE(grad_out.is_contiguous());
+  for (float p : {0.0f, 0.25f}) {
+    SCOPED_TRACE("dropout " + std::to_string(p));
+    // Contiguous reference.
+    const Tensor qc = q.Contiguous(), kc = k.Contiguous(), vc = v.Contiguous();
+    Tensor out_c = Tensor::Empty({B, H, T, D}, on), lse_c = Tensor::Empty({B, H, T}, on);
+    ops::attention_forward(qc, kc, vc, true, p, 5, 9, out_c, lse_c);
+    Tensor gq_c = Tensor::Empty(q.sizes(), on), gk_c = Tensor::Empty(q.sizes(), on);
+    Tensor gv_c = Tensor::Empty(q.sizes(), on);
+    ops::attention_backward(qc, kc, vc, out_c, lse_c, grad_out.Contiguous(), true, p, 5, 9, gq_c,
+                            gk_c, gv_c);
+    // Strided: y written into columns kPad.. of a wider buffer, the gradients into one.
+    Tensor y = sentinel_buffer(C + kPad), lse = Tensor::Empty({B, H, T}, on);
+    const Tensor out = heads(y, kPad);
+    ops::attention_forward(q, k, v, true, p, 5, 9, out, lse);
+    expect_close(out, out_c, 1e-6f, 1e-7f);
+    expect_close(lse, lse_c, 1e-6f, 1e-7f);
+    expect_close(y.Slice(2, 0, kPad), std::vector<float>(B * T * kPad, -7.0f));
+    Tensor grad_qkv = sentinel_buffer(3 * C + kPad);
+    ops::attention_backward(q, k, v, out, lse, grad_out, true, p, 5, 9, heads(grad_qkv, 0),
+                            heads(grad_qkv, C), heads(grad_qkv, 2 * C));
+    expect_close(heads(grad_qkv, 0), gq_c, 1e-6f, 1e-7f);
+    expect_close(heads(grad_qkv, C), gk_c, 1e-6f, 1e-7f);
+    expect_close(heads(grad_qkv, 2 * C), gv_c, 1e-6f, 1e-7f);
+    expect_close(grad_qkv.Slice(2, 3 * C, 3 * C + kPad),
+                 std::vector<float>(B * T * kPad, -7.0f));
   }
 }
 

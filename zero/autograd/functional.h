@@ -155,6 +155,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// B*H*Tq*Tk words; the backward regenerates it. 0 is exactly the attention without dropout.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true,
                  float dropout_p = 0.0f, Generator* gen = nullptr);
+/// Causal self-attention straight from a GPT's packed projection: qkv [B, T, 3C] laid out
+/// as c_attn makes it (q | k | v along the last dimension, each C = n_head * D columns
+/// holding the heads side by side) -> y [B, T, C], the heads side by side again (what
+/// c_proj takes). The same values, gradients and dropout mask as splitting qkv into three
+/// [B, T, C] slices, viewing each as [B, n_head, T, D], calling `attention(q, k, v, true,
+/// dropout_p, gen)` and merging the heads, but with no copies: the kernels read q, k and v
+/// in place and write y and the one [B, T, 3C] gradient directly. D <= 128 on CUDA.
+/// `dropout_p` and `gen` are as in `attention` (the stream advances by B*n_head*T*T words).
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_head, float dropout_p = 0.0f,
+                             Generator* gen = nullptr);
 /// Same value as `cross_entropy(linear(x, weight), targets, ignore_index)` for x [N, C],
 /// weight [V, C], I32 targets [N], without keeping the [N, V] logits: rows are processed in
 /// chunks and the backward recomputes each chunk's logits. Returns a 0-d mean loss.

@@ -1,9 +1,12 @@
 // Dispatch for fused scaled dot-product attention (forward and backward). The
 // kernels never store the [Tq, Tk] score matrix: see cpu/attention_cpu.cpp for the
-// row-by-row reference and Note [Flash attention] in cuda/attention.cu for the tiles.
-// Shapes: q [B, H, Tq, D], k and v [B, H, Tk, D], out like q, lse [B, H, Tq]; all
-// contiguous F32. Dropout on the probabilities (Note [Attention dropout] in
-// cpu/attention_cpu.cpp) is a mask recomputed from Philox, never stored.
+// row-by-row reference and Note [Flash attention] in cuda/attention.cuh for the tiles.
+// Shapes: q [B, H, Tq, D], k and v [B, H, Tk, D], out like q, lse [B, H, Tq]; all F32.
+// q, k, v, out and the gradients may be any views whose last dimension is contiguous
+// (the GPT passes column ranges of its packed [B, T, 3C] qkv); the CUDA kernels read
+// them in place, the CPU reference gets contiguous copies. lse is always contiguous.
+// Dropout on the probabilities (Note [Attention dropout] in cpu/attention_cpu.cpp) is
+// a mask recomputed from Philox, never stored.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cuda/cuda_ops.h"
@@ -14,6 +17,31 @@ namespace {
 // The CUDA kernels keep a [64, D] tile of each operand in shared memory.
 constexpr int64_t kMaxCudaHeadDim = 128;
 
+// `t` has `dtype`, exactly `sizes` and a last dimension of stride 1 (rows of D floats,
+// the one layout requirement of the kernels); other strides are free.
+void check_rows(const char* op, const Tensor& t, const char* what, const Shape& sizes) {
+  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
+             to_string(t.dtype()));
+  ZERO_CHECK(t.sizes() == sizes, op, ": expected ", what, " of shape ", shape_to_string(sizes),
+             ", got ", shape_to_string(t.sizes()));
+  ZERO_CHECK(t.size(-1) == 1 || t.stride(-1) == 1, op, ": expected ", what,
+             " with a contiguous last dimension (stride 1), got strides ",
+             shape_to_string(t.strides()), "; call .Contiguous()");
+}
+
+// The CPU reference reads and writes row-major arrays. An input: `t` itself if
+// contiguous, else a contiguous copy. An output: `t` itself if contiguous, else a
+// contiguous buffer whose result the caller copies into `t`.
+Tensor contiguous_input(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor c = Tensor::Empty(t.sizes(), t.options());
+  copy(t, c);
+  return c;
+}
+Tensor contiguous_output(const Tensor& t) {
+  return t.is_contiguous() ? t : Tensor::Empty(t.sizes(), t.options());
+}
+
 // Checks q, k, v against each other; returns {B, H, Tq, Tk, D}.
 std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                                bool causal) {
@@ -21,9 +49,9 @@ std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k,
              ": expected q, k, v of shape [B, H, T, D], got ", shape_to_string(q.sizes()), ", ",
              shape_to_string(k.sizes()), ", ", shape_to_string(v.sizes()));
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), Tk = k.size(2);
-  check_tensor(op, q, "q", DataType::F32, q.sizes());
-  check_tensor(op, k, "k", DataType::F32, {B, H, Tk, D});
-  check_tensor(op, v, "v", DataType::F32, {B, H, Tk, D});
+  check_rows(op, q, "q", q.sizes());
+  check_rows(op, k, "k", {B, H, Tk, D});
+  check_rows(op, v, "v", {B, H, Tk, D});
   ZERO_CHECK(!causal || Tq <= Tk, op, ": causal attention expects no more queries than keys ",
              "(the queries are the last Tq positions), got Tq = ", Tq, " and Tk = ", Tk);
   ZERO_CHECK(D > 0, op, ": expected a head dimension D >= 1, got q of shape ",
@@ -49,11 +77,14 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   check_same_device(op, {&q, &k, &v, &out, &lse});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
   check_dropout_p(op, dropout_p);
-  check_tensor(op, out, "out", DataType::F32, q.sizes());
+  check_rows(op, out, "out", q.sizes());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   if (out.numel() == 0 && lse.numel() == 0) return;
   if (q.device().is_cpu()) {
-    attention_forward_cpu(q, k, v, causal, dropout_p, seed, offset, out, lse);
+    const Tensor out_c = contiguous_output(out);
+    attention_forward_cpu(contiguous_input(q), contiguous_input(k), contiguous_input(v), causal,
+                          dropout_p, seed, offset, out_c, lse);
+    if (!out.is_contiguous()) copy(out_c, out);
   } else {
     attention_forward_cuda(q, k, v, causal, dropout_p, seed, offset, out, lse);
   }
@@ -67,15 +98,21 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_same_device(op, {&q, &k, &v, &out, &lse, &grad_out, &grad_q, &grad_k, &grad_v});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
   check_dropout_p(op, dropout_p);
-  check_tensor(op, out, "out", DataType::F32, q.sizes());
+  check_rows(op, out, "out", q.sizes());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
-  check_tensor(op, grad_out, "grad_out", DataType::F32, q.sizes());
-  check_tensor(op, grad_q, "grad_q", DataType::F32, q.sizes());
-  check_tensor(op, grad_k, "grad_k", DataType::F32, k.sizes());
-  check_tensor(op, grad_v, "grad_v", DataType::F32, v.sizes());
+  check_rows(op, grad_out, "grad_out", q.sizes());
+  check_rows(op, grad_q, "grad_q", q.sizes());
+  check_rows(op, grad_k, "grad_k", k.sizes());
+  check_rows(op, grad_v, "grad_v", v.sizes());
   if (q.device().is_cpu()) {
-    attention_backward_cpu(q, k, v, out, lse, grad_out, causal, dropout_p, seed, offset, grad_q,
-                           grad_k, grad_v);
+    const Tensor dq = contiguous_output(grad_q), dk = contiguous_output(grad_k);
+    const Tensor dv = contiguous_output(grad_v);
+    attention_backward_cpu(contiguous_input(q), contiguous_input(k), contiguous_input(v),
+                           contiguous_input(out), lse, contiguous_input(grad_out), causal,
+                           dropout_p, seed, offset, dq, dk, dv);
+    if (!grad_q.is_contiguous()) copy(dq, grad_q);
+    if (!grad_k.is_contiguous()) copy(dk, grad_k);
+    if (!grad_v.is_contiguous()) copy(dv, grad_v);
   } else {
     attention_backward_cuda(q, k, v, out, lse, grad_out, causal, dropout_p, seed, offset, grad_q,
                             grad_k, grad_v);

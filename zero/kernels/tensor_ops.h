@@ -201,12 +201,19 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
 /// With `dropout_p` in (0, 1), probability P[b, h, i, j] is kept (and scaled by
 /// 1/(1 - p)) iff `philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= p`; `lse`
 /// is of the undropped scores. `dropout_p` = 0 ignores `seed` and `offset`.
+/// q, k, v and out may be any views whose last dimension has stride 1 (e.g. column
+/// ranges of a packed [B, T, 3C] qkv viewed as [B, H, T, D]): CUDA reads and writes them
+/// in place, the CPU works on contiguous copies. `lse` is contiguous; `out` must not
+/// overlap the inputs.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                        const Tensor& lse);
 /// Gradients of `attention_forward` (all three overwritten), recomputing the
 /// probabilities from the saved `out` and `lse` and the dropout mask from
-/// (`dropout_p`, `seed`, `offset`), which must be those of the forward.
+/// (`dropout_p`, `seed`, `offset`), which must be those of the forward. Layouts as in
+/// the forward: `grad_out` and the three gradients may be views with a last-dimension
+/// stride of 1 (one packed [B, T, 3C] buffer for all three); the gradients must not
+/// overlap each other or the inputs.
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
                         uint64_t seed, uint64_t offset, const Tensor& grad_q,

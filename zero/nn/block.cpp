@@ -40,18 +40,17 @@ void CausalSelfAttention::Heads_(const Tensor& x, Tensor& q, Tensor& k, Tensor& 
   v = qkv[2].View({b, t, h, d}).Transpose(1, 2);  // (B, H, T, D)
 }
 
+// y [B, T, C] holds the heads side by side.
 Tensor CausalSelfAttention::Output_(const Tensor& y) const {
-  const int64_t b = y.size(0), t = y.size(2);
-  // Heads side by side again: the one copy of the layer (Reshape of a transposed view).
-  const Tensor merged = y.Transpose(1, 2).Reshape({b, t, -1});  // (B, T, C)
-  return resid_dropout_->Forward(c_proj_->Forward(merged));     // (B, T, C)
+  return resid_dropout_->Forward(c_proj_->Forward(y));  // (B, T, C)
 }
 
 Tensor CausalSelfAttention::Forward(const Tensor& x) const {
-  Tensor q, k, v;
-  Heads_(x, q, k, v);  // 3 x (B, H, T, D)
+  const Tensor qkv = c_attn_->Forward(x);  // (B, T, 3C)
   const float p = is_training() ? attn_dropout_p_ : 0.0f;
-  return Output_(attention(q, k, v, /*causal=*/true, p, dropout_gen_));  // (B, T, C)
+  // The packed op is attention(q, k, v) on the split heads of qkv followed by merging
+  // them, without copying: its kernels read q, k, v from qkv and write y as [B, T, C].
+  return Output_(causal_self_attention(qkv, n_head_, p, dropout_gen_));  // (B, T, C)
 }
 
 Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache,
@@ -67,7 +66,9 @@ Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache
   const Tensor keys = k_cache.Slice(2, 0, end);        // (B, H, end, D)
   const Tensor values = v_cache.Slice(2, 0, end);      // (B, H, end, D)
   // Generation never drops: dropout_p stays 0 whatever the mode.
-  return Output_(attention(q, keys, values, /*causal=*/true, /*dropout_p=*/0.0f));  // (B, T_new, C)
+  const Tensor y = attention(q, keys, values, /*causal=*/true, 0.0f);  // (B, H, T_new, D)
+  // Heads side by side again: a copy (Reshape of a transposed view).
+  return Output_(y.Transpose(1, 2).Reshape({x.size(0), x.size(1), -1}));  // (B, T_new, C)
 }
 
 // ---------------------------------------------------------------- MLP

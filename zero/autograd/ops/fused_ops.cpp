@@ -1,10 +1,11 @@
-// Forward and backward of the fused ops (Linear, attention, linear + cross-entropy)
-// and their functional API, which checks the shapes a user is most likely to get
-// wrong before anything runs. The kernels are in kernels/{linear,attention,
+// Forward and backward of the fused ops (Linear, attention, packed attention,
+// linear + cross-entropy) and their functional API, which checks the shapes a user is
+// most likely to get wrong before anything runs. The kernels are in kernels/{linear,attention,
 // linear_cross_entropy}.cpp.
 #include "zero/autograd/ops/fused_ops.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
@@ -80,6 +81,44 @@ std::vector<Tensor> OpAttention::Backward_(const std::vector<Tensor>& grad) {
 
 void OpAttention::ReleaseSaved_() {
   out_ = Tensor();
+  lse_ = Tensor();
+}
+
+// ---- Packed attention ----------------------------------------------------------
+
+Tensor OpPackedAttention::Heads_(const Tensor& t, int64_t c0, int64_t c) const {
+  // Views only (recording is off here): strides (T * width, D, width, 1) for t of
+  // width 3C (qkv, its gradient) or C (y, its gradient).
+  return t.Slice(2, c0, c0 + c).View({t.size(0), t.size(1), n_head_, c / n_head_})
+      .Transpose(1, 2);  // (B, H, T, D)
+}
+
+std::vector<Tensor> OpPackedAttention::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& qkv = in[0];  // (B, T, 3C)
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
+  Tensor y = Tensor::Empty({b, t, c}, qkv.options());          // (B, T, C)
+  lse_ = Tensor::Empty({b, n_head_, t}, qkv.options());        // (B, H, T)
+  ops::attention_forward(Heads_(qkv, 0, c), Heads_(qkv, c, c), Heads_(qkv, 2 * c, c),
+                         /*causal=*/true, dropout_p_, seed_, offset_, Heads_(y, 0, c), lse_);
+  y_ = y.Detach();
+  return {y};
+}
+
+std::vector<Tensor> OpPackedAttention::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& qkv = inputs()[0];  // (B, T, 3C)
+  const int64_t c = qkv.size(2) / 3;
+  // The kernels take any layout with contiguous rows; anything else is copied.
+  const Tensor g = grad[0].stride(-1) == 1 ? grad[0] : grad[0].Contiguous();  // (B, T, C)
+  Tensor grad_qkv = Tensor::Empty(qkv.sizes(), qkv.options());  // (B, T, 3C)
+  ops::attention_backward(Heads_(qkv, 0, c), Heads_(qkv, c, c), Heads_(qkv, 2 * c, c),
+                          Heads_(y_, 0, c), lse_, Heads_(g, 0, c), /*causal=*/true, dropout_p_,
+                          seed_, offset_, Heads_(grad_qkv, 0, c), Heads_(grad_qkv, c, c),
+                          Heads_(grad_qkv, 2 * c, c));
+  return {grad_qkv};
+}
+
+void OpPackedAttention::ReleaseSaved_() {
+  y_ = Tensor();
   lse_ = Tensor();
 }
 
@@ -196,6 +235,21 @@ void OpLinearCrossEntropy::ReleaseSaved_() {
 
 // ---- Functional API ------------------------------------------------------------
 
+namespace {
+
+// The Philox stream of an attention dropout mask: `words` fresh words of `gen` (the
+// default generator when null), one per (b, h, i, j), masked or not, so that the index
+// formula of the mask stays a plain row-major position. {0, 0} (unused) without dropout.
+std::pair<uint64_t, uint64_t> attention_dropout_stream(float dropout_p, Generator* gen,
+                                                       int64_t words) {
+  if (dropout_p == 0.0f) return {0, 0};
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t seed = g.seed();
+  return {seed, g.Reserve(static_cast<uint64_t>(words))};
+}
+
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   ZERO_CHECK(weight.dim() == 2, "linear: expected weight of shape [out, in], got ",
              shape_to_string(weight.sizes()));
@@ -217,16 +271,28 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
              ", ", shape_to_string(k.sizes()), ", ", shape_to_string(v.sizes()));
   ZERO_CHECK(dropout_p >= 0.0f && dropout_p < 1.0f,
              "attention: expected a dropout probability in [0, 1), got ", dropout_p);
-  uint64_t seed = 0, offset = 0;  // unused without dropout
-  if (dropout_p > 0.0f) {
-    // One stream word per (b, h, i, j), masked or not, so the index formula of the
-    // mask stays a plain row-major position.
-    Generator& g = gen ? *gen : default_generator();
-    seed = g.seed();
-    offset = g.Reserve(static_cast<uint64_t>(q.size(0) * q.size(1) * q.size(2) * k.size(2)));
-  }
+  const auto [seed, offset] =
+      attention_dropout_stream(dropout_p, gen, q.size(0) * q.size(1) * q.size(2) * k.size(2));
   return autograd::RunOp<autograd::OpAttention>({q.Contiguous(), k.Contiguous(), v.Contiguous()},
                                                 causal, dropout_p, seed, offset);
+}
+
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_head, float dropout_p,
+                             Generator* gen) {
+  ZERO_CHECK(qkv.dim() == 3, "causal_self_attention: expected qkv of shape [B, T, 3C], got ",
+             shape_to_string(qkv.sizes()));
+  ZERO_CHECK(n_head >= 1, "causal_self_attention: expected n_head >= 1, got ", n_head);
+  ZERO_CHECK(qkv.size(2) % (3 * n_head) == 0 && qkv.size(2) > 0,
+             "causal_self_attention: expected the last dimension of qkv [B, T, 3C] to be a ",
+             "positive multiple of 3 * n_head = ", 3 * n_head, ", got qkv of shape ",
+             shape_to_string(qkv.sizes()));
+  ZERO_CHECK(dropout_p >= 0.0f && dropout_p < 1.0f,
+             "causal_self_attention: expected a dropout probability in [0, 1), got ", dropout_p);
+  const int64_t t = qkv.size(1);
+  const auto [seed, offset] =
+      attention_dropout_stream(dropout_p, gen, qkv.size(0) * n_head * t * t);
+  const Tensor rows = qkv.stride(-1) == 1 ? qkv : qkv.Contiguous();  // (B, T, 3C)
+  return autograd::RunOp<autograd::OpPackedAttention>({rows}, n_head, dropout_p, seed, offset);
 }
 
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& targets,

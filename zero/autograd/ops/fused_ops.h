@@ -1,11 +1,13 @@
 /// @file
-/// Fused ops of the GPT chapter: `OpLinear`, `OpAttention`, `OpLinearCrossEntropy`.
+/// Fused ops of the GPT chapter: `OpLinear`, `OpAttention`, `OpPackedAttention`,
+/// `OpLinearCrossEntropy`.
 ///
 /// Each does in one graph node what a composition of smaller ops would do in several,
 /// to save memory traffic (Linear: bias added inside the GEMM) or memory outright
 /// (attention never stores the [T, T] probabilities; linear + cross-entropy never
 /// stores the [N, V] logits). The backwards recompute what was not stored. Each is
-/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp).
+/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp,
+/// tests/autograd/packed_attention_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,42 @@ class OpAttention : public TensorOp {
   uint64_t offset_;
   Tensor out_;  // (B, H, Tq, D), detached
   Tensor lse_;  // (B, H, Tq)
+};
+
+/// Causal `OpAttention` on the packed input {qkv [B, T, 3C]} (last dimension of stride
+/// 1) of a GPT block, giving y [B, T, C]: q, k and v are the column ranges [0, C),
+/// [C, 2C) and [2C, 3C) of qkv, each viewed as [B, H, T, D] (head h = columns h*D ..
+/// (h+1)*D of its range), and y holds the heads side by side. The kernels read and write
+/// these views in place (Note [Flash attention] in kernels/cuda/attention.cuh), so the
+/// split, the head transposes and the merge of the unpacked path copy nothing, and the
+/// backward writes dq, dk, dv into one [B, T, 3C] gradient instead of three zero-padded
+/// ones that would then be summed. Dropout as in `OpAttention` (row index (b*H + h)*T + i).
+class OpPackedAttention : public TensorOp {
+ public:
+  /// `n_head` heads; `dropout_p`, `seed` and `offset` as in `OpAttention`.
+  OpPackedAttention(int64_t n_head, float dropout_p, uint64_t seed, uint64_t offset)
+      : n_head_(n_head), dropout_p_(dropout_p), seed_(seed), offset_(offset) {}
+  /// "OpPackedAttention".
+  const char* name() const override { return "OpPackedAttention"; }
+
+ protected:
+  /// Calls `ops::attention_forward` on views of qkv and y; saves y and lse.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// Calls `ops::attention_backward` with views of one [B, T, 3C] gradient.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Drops y and lse.
+  void ReleaseSaved_() override;
+
+ private:
+  // Columns [c0, c0 + C) of t [B, T, *] viewed as (B, H, T, D), with C = H * D.
+  Tensor Heads_(const Tensor& t, int64_t c0, int64_t c) const;
+
+  int64_t n_head_;
+  float dropout_p_;
+  uint64_t seed_;
+  uint64_t offset_;
+  Tensor y_;    // (B, T, C), detached
+  Tensor lse_;  // (B, H, T)
 };
 
 /// `cross_entropy(x @ weight^T, targets, ignore_index)` on inputs {x [N, C],

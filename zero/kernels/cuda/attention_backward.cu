@@ -1,0 +1,235 @@
+// Flash attention backward on the Tensor Cores: delta = rowsum(dO * O) first, then one
+// kernel per 64-key tile for dK and dV and one per 64-query tile for dQ, each
+// recomputing the probabilities (and the dropout mask) tile by tile from the saved
+// logsumexp. Note [Flash attention] and Note [Tensor Cores in FP32] in attention.cuh
+// have the formulas, the register layouts and the strided operands; the forward is
+// attention.cu.
+#include <cmath>
+
+#include "zero/kernels/cuda/attention.cuh"
+#include "zero/kernels/cuda/cuda_ops.h"
+
+namespace zero::ops {
+namespace {
+
+using namespace cuda::flash;
+
+// ---------------------------------------------------------------------------------
+// Kernels. grid = (B * H, tiles of the owned operand); block = kThreads. Warp w owns
+// rows 16 w ... of the block's tile; its thread (g, t) holds rows g and g + 8 of those
+// and, of a 16 x 64 score tile, columns 8j + 2t and 8j + 2t + 1 in s[j].
+
+// delta[row] = sum_d dO[row][d] * O[row][d] for row = bh * Tq + i, one warp per row.
+__global__ void attention_delta_kernel(In grad_out, In out, float* delta, int64_t rows, int H,
+                                       int Tq, int D) {
+  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int64_t bh = row / Tq, i = row % Tq;
+  const float* grad_row = grad_out.slice(bh, H) + i * grad_out.row;
+  const float* out_row = out.slice(bh, H) + i * out.row;
+  float s = 0.0f;
+  for (int d = threadIdx.x % 32; d < D; d += 32) s += grad_row[d] * out_row[d];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (threadIdx.x % 32 == 0) delta[row] = s;
+}
+
+// s[j] += A B^T and d[j] += C D^T for a warp's 16 rows r0.. of shared tiles A and C
+// against all 64 rows of shared tiles B and D: the two score-like products of the
+// backward (S and dP, or their transposes).
+template <int kD, bool kExact>
+__device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* a, const float* b,
+                           const float* c, const float* dd, int r0) {
+#pragma unroll
+  for (int kk = 0; kk < kD; kk += 8) {
+    float fa[4], fc[4];
+    a_rows<kD>(fa, a, r0, kk);
+    a_rows<kD>(fc, c, r0, kk);
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+      float fb[2], fd[2];
+      b_cols<kD>(fb, b, 8 * j, kk);
+      b_cols<kD>(fd, dd, 8 * j, kk);
+      mma<kExact>(s[j], fa, fb);
+      mma<kExact>(d[j], fc, fd);
+    }
+  }
+}
+
+// acc[n] += P B for P a warp's 16 x 64 accumulators and B a 64 x kD shared tile.
+template <int kD, bool kExact>
+__device__ void times_tile(float acc[kD / 8][4], const float p[kSteps][4], const float* b) {
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    float a[4];
+    acc_as_a(a, p[j]);
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+      float fb[2];
+      b_rows<kD>(fb, b, 8 * j, 8 * n);
+      mma<kExact>(acc[n], a, fb);
+    }
+  }
+}
+
+template <int kD, bool kExact>
+__global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
+    In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_k,
+    Out grad_v, int H, int Tq, int Tk, int D, float scale, bool causal, AttentionDropout drop) {
+  extern __shared__ float smem[];
+  float* ks = smem;                    // (64, kD + 4) resident
+  float* vs = ks + kTile * kLd<kD>;    // (64, kD + 4) resident
+  float* qs = vs + kTile * kLd<kD>;    // (64, kD + 4)
+  float* dos = qs + kTile * kLd<kD>;   // (64, kD + 4)
+  float* lse_s = dos + kTile * kLd<kD>;  // (64)
+  float* delta_s = lse_s + kTile;      // (64)
+  const int64_t bh = blockIdx.x;
+  const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const float* qp = q.slice(bh, H);
+  const float* gp = grad_out.slice(bh, H);
+  lse += bh * Tq, delta += bh * Tq;
+  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D);
+  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D);
+  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask.
+  const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) : 0;
+  for (int q0 = q_begin; q0 < Tq; q0 += kTile) {
+    __syncthreads();  // every warp is done with the previous qs, dos
+    load_tile<kD>(qs, qp, q.row, q0, Tq, D);
+    load_tile<kD>(dos, gp, grad_out.row, q0, Tq, D);
+    if (threadIdx.x < kTile) {
+      const int i = q0 + threadIdx.x;
+      lse_s[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
+      delta_s[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
+    }
+    __syncthreads();
+    float st[kSteps][4] = {}, dpt[kSteps][4] = {};  // S^T = K Q^T, dP^T = V dO^T
+    two_scores<kD, kExact>(st, dpt, ks, qs, vs, dos, r0);
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + r0 + g + 8 * (e / 2), c = 8 * j + 2 * t + e % 2, i = q0 + c;
+        const bool seen = visible(i, key, Tq, Tk, causal);
+        const float p = seen ? __expf(st[j][e] * scale - lse_s[c]) : 0.0f;
+        const float f = seen ? drop.factor(bh * Tq + i, key, Tk) : 1.0f;
+        st[j][e] = p * f;                                // Z^T
+        dpt[j][e] = p * (dpt[j][e] * f - delta_s[c]);    // dS^T
+      }
+    }
+    times_tile<kD, kExact>(dv, st, dos);   // dV += Z^T dO
+    times_tile<kD, kExact>(dk, dpt, qs);   // dK += dS^T Q
+  }
+  store_acc<kD>(grad_k.slice(bh, H), grad_k.row, dk, scale, k0 + r0, Tk, D);
+  store_acc<kD>(grad_v.slice(bh, H), grad_v.row, dv, 1.0f, k0 + r0, Tk, D);
+}
+
+template <int kD, bool kExact>
+__global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
+    In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_q, int H,
+    int Tq, int Tk, int D, float scale, bool causal, AttentionDropout drop) {
+  extern __shared__ float smem[];
+  float* qs = smem;                    // (64, kD + 4) resident
+  float* dos = qs + kTile * kLd<kD>;   // (64, kD + 4) resident
+  float* ks = dos + kTile * kLd<kD>;   // (64, kD + 4)
+  float* vs = ks + kTile * kLd<kD>;    // (64, kD + 4)
+  const int64_t bh = blockIdx.x;
+  const int q0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const float* kp = k.slice(bh, H);
+  const float* vp = v.slice(bh, H);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D);
+  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D);
+  const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};  // this thread's two queries
+  float row_lse[2], row_delta[2];
+  for (int x = 0; x < 2; ++x) {
+    row_lse[x] = rows[x] < Tq ? lse[bh * Tq + rows[x]] : 0.0f;
+    row_delta[x] = rows[x] < Tq ? delta[bh * Tq + rows[x]] : 0.0f;
+  }
+  float dq[kD / 8][4] = {};
+  const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
+  for (int k0 = 0; k0 < k_end; k0 += kTile) {
+    __syncthreads();  // every warp is done with the previous ks, vs
+    load_tile<kD>(ks, kp, k.row, k0, Tk, D);
+    load_tile<kD>(vs, vp, v.row, k0, Tk, D);
+    __syncthreads();
+    float s[kSteps][4] = {}, dp[kSteps][4] = {};  // S = Q K^T, dP = dO V^T
+    two_scores<kD, kExact>(s, dp, qs, ks, dos, vs, r0);
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int x = e / 2, key = k0 + 8 * j + 2 * t + e % 2;
+        const bool seen = visible(rows[x], key, Tq, Tk, causal);
+        const float p = seen ? __expf(s[j][e] * scale - row_lse[x]) : 0.0f;
+        const float f = seen ? drop.factor(bh * Tq + rows[x], key, Tk) : 1.0f;
+        s[j][e] = p * (dp[j][e] * f - row_delta[x]);  // dS
+      }
+    }
+    times_tile<kD, kExact>(dq, s, ks);  // dQ += dS K
+  }
+  store_acc<kD>(grad_q.slice(bh, H), grad_q.row, dq, scale, q0 + r0, Tq, D);
+}
+
+// ---------------------------------------------------------------------------------
+// Launchers
+
+template <typename Kernel>
+void allow_smem(Kernel kernel, size_t bytes) {
+  ZERO_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
+template <int kD, bool kExact>
+void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+              const Tensor& lse, const Tensor& grad_out, bool causal, const AttentionDropout& drop,
+              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
+  const int64_t bh = q.size(0) * q.size(1);
+  const int H = static_cast<int>(q.size(1));
+  const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
+  const int D = static_cast<int>(q.size(3));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  Tensor delta = Tensor::Empty({bh * Tq}, lse.options());  // (B * H * Tq)
+  if (bh * Tq > 0) {
+    constexpr int kRowsPerBlock = kThreads / 32;
+    const unsigned blocks = static_cast<unsigned>((bh * Tq + kRowsPerBlock - 1) / kRowsPerBlock);
+    attention_delta_kernel<<<blocks, kThreads, 0, cuda::current_stream()>>>(
+        in_view(grad_out), in_view(out), delta.data_ptr<float>(), bh * Tq, H, Tq, D);
+    ZERO_CUDA_LAUNCH_CHECK();
+  }
+  const size_t smem_kv = smem_bytes<kD>(4, 2);
+  allow_smem(attention_backward_dkdv_kernel<kD, kExact>, smem_kv);
+  const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
+  attention_backward_dkdv_kernel<kD, kExact>
+      <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
+          in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
+          delta.data_ptr<float>(), out_view(grad_k), out_view(grad_v), H, Tq, Tk, D, scale,
+          causal, drop);
+  ZERO_CUDA_LAUNCH_CHECK();
+  if (Tq == 0) return;
+  const size_t smem_q = smem_bytes<kD>(4, 0);
+  allow_smem(attention_backward_dq_kernel<kD, kExact>, smem_q);
+  const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
+  attention_backward_dq_kernel<kD, kExact>
+      <<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
+          in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
+          delta.data_ptr<float>(), out_view(grad_q), H, Tq, Tk, D, scale, causal, drop);
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                             const Tensor& lse, const Tensor& grad_out, bool causal,
+                             float dropout_p, uint64_t seed, uint64_t offset,
+                             const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
+  cuda::set_device(q);
+  if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
+  const AttentionDropout drop(dropout_p, seed, offset);
+  dispatch(q.size(3), [&](auto width, auto exact) {
+    backward<decltype(width)::value, decltype(exact)::value>(q, k, v, out, lse, grad_out, causal,
+                                                            drop, grad_q, grad_k, grad_v);
+  });
+}
+
+}  // namespace zero::ops
