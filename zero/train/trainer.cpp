@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "zero/autograd/grad_mode.h"
+#include "zero/dist/data_parallel.h"
 #include "zero/optim/grad_clip.h"
 #include "zero/optim/lr_schedule.h"
 
@@ -55,7 +56,11 @@ StepResult Trainer::Step() {
 
   auto [x, y] = train_sampler_->Next();    // (B, T) each
   const Tensor loss = model_->Loss(x, y);  // ()
-  loss.Backward();
+  if (data_parallel_) {
+    data_parallel_->Backward(loss);  // gradients averaged over ranks (distributed.h)
+  } else {
+    loss.Backward();
+  }
   r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
                                       : optim::clip_grad_norm(params_, INFINITY);
   r.skipped = !std::isfinite(r.grad_norm);
@@ -65,7 +70,8 @@ StepResult Trainer::Step() {
     optimizer_->Step();
   }
   optimizer_->ZeroGrad();
-  r.loss = loss.Item();  // the one device -> host copy of the step
+  // The one device -> host copy of the step (the mean over ranks when data-parallel).
+  r.loss = data_parallel_ ? data_parallel_->AverageOverRanks(loss) : loss.Item();
   ++step_;
   r.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -106,7 +112,10 @@ TrainerState Trainer::State() {
   return s;
 }
 
-void Trainer::Save(const std::string& dir) { save_checkpoint(dir, *model_, *optimizer_, State()); }
+void Trainer::Save(const std::string& dir) {
+  if (data_parallel_ && data_parallel_->communicator().rank() != 0) return;  // rank 0 writes
+  save_checkpoint(dir, *model_, *optimizer_, State());
+}
 
 void Trainer::Resume(const std::string& dir) {
   TrainerState s;
