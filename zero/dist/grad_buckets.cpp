@@ -63,8 +63,9 @@ int64_t GradBuckets::offset_of(size_t param) const {
 
 size_t GradBuckets::index_of(const std::string& name) const {
   const auto it = index_.find(name);
-  ZERO_CHECK(it != index_.end(), "GradBuckets: unknown parameter '", name, "' (expected one of the ",
-             names_.size(), " registered, e.g. '", names_.front(), "')");
+  ZERO_CHECK(it != index_.end(), "GradBuckets: unknown parameter '", name,
+             "' (expected one of the ", names_.size(), " registered, e.g. '", names_.front(),
+             "')");
   return it->second;
 }
 

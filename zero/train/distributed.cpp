@@ -141,7 +141,7 @@ int launch_ranks(const std::string& executable, const std::vector<std::string>& 
     }
     pids[r] = pid;
   }
-  std::printf("launched %d ranks (rank 0 prints here; ranks 1..%d write %s/rank<r>.log)\n", nproc,
+  std::printf("launched %d ranks (rank 0 prints here; ranks 1..%d write to %s/rank<r>.log)\n", nproc,
               nproc - 1, log_dir.c_str());
   std::fflush(stdout);
 
@@ -201,6 +201,8 @@ std::shared_ptr<dist::Communicator> join_group(const DistributedOptions& options
   dist::UniqueId id;
   if (options.rank == 0) {
     id = dist::Communicator::CreateUniqueId();
+    const fs::path folder = fs::path(options.id_file).parent_path();
+    if (!folder.empty()) fs::create_directories(folder);
     dist::write_unique_id_file(options.id_file, id);
   } else {
     id = dist::read_unique_id_file(options.id_file, timeout_seconds);

@@ -8,8 +8,9 @@
 /// its next all-reduce). Each child joins the NCCL group (`join_group`), shards its
 /// batches and all-reduces its gradients (`Trainer::EnableDataParallel`). Rank 0 alone
 /// prints, logs, evaluates, samples and saves; the other ranks only train
-/// (`run_worker`) and write their output to OUT_DIR/rank<r>.log. Chapter 10's README
-/// explains why N ranks with batch B follow the same loss curve as one GPU with N*B.
+/// (`run_worker`), each writing its output to OUT_DIR/rank1.log, rank2.log and so on.
+/// Chapter 10's README explains why N ranks with batch B follow the loss curve of one
+/// GPU with batch N*B.
 #pragma once
 
 #include <memory>
@@ -41,9 +42,9 @@ DistributedOptions take_rank_flags(int& argc, char** argv);
 
 /// Starts `nproc` ranks of this program, each `executable` with `args` (argv[1..] of
 /// the parent) minus any `--nproc` and `--device` flags, plus `--device cuda:r --rank r
-/// --world nproc --nccl-id-file log_dir/nccl_id`. Rank 0 shares this terminal; rank
-/// r > 0 writes to `log_dir`/rank<r>.log. Returns 0 when every rank exits with 0;
-/// otherwise prints which failed, stops the rest and returns 1. When rank 0 exits
+/// --world nproc --nccl-id-file log_dir/nccl_id`. Rank 0 shares this terminal; the
+/// others write to `log_dir`/rank1.log, rank2.log and so on. Returns 0 when every rank
+/// exits with 0; otherwise prints which failed, stops the rest and returns 1. When rank 0 exits
 /// first (finished, or stopped by Ctrl-C after saving), the others are stopped too.
 /// Ctrl-C reaches the ranks; the launcher itself ignores it and keeps waiting.
 /// @throws zero::Error if fewer than `nproc` GPUs are visible or a process cannot start.
