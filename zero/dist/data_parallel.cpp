@@ -42,7 +42,9 @@ DataParallel::DataParallel(std::shared_ptr<Communicator> comm,
                            size_t cap_bytes)
     : comm_(std::move(comm)),
       buckets_(sizes_of(params), cap_bytes),
-      side_(cuda::Stream::Create(comm_->device())) {
+      side_(cuda::Stream::Create(comm_->device())),
+      before_(cuda::Event::Create(comm_->device())),
+      after_(cuda::Event::Create(comm_->device())) {
   const Device device = Device::Cuda(comm_->device());
   for (const auto& [name, t] : params) {
     ZERO_CHECK(t.device() == device && t.dtype() == DataType::F32,
@@ -66,9 +68,21 @@ DataParallel::~DataParallel() {
   }
 }
 
-void DataParallel::BroadcastParameters() {
+// Every NCCL call of this class runs on the side stream, where the buckets go: one stream
+// for the communicator, ordered with the compute stream by a pair of events.
+void DataParallel::OnSide(const std::function<void(const cuda::Stream&)>& collective) {
   const cuda::Stream compute = cuda::Stream::Default(comm_->device());
-  for (const Tensor& p : params_) comm_->Broadcast(p, 0, compute);
+  before_.Record(compute);
+  side_.Wait(before_);
+  collective(side_);
+  after_.Record(side_);
+  compute.Wait(after_);
+}
+
+void DataParallel::BroadcastParameters() {
+  OnSide([&](const cuda::Stream& side) {
+    for (const Tensor& p : params_) comm_->Broadcast(p, 0, side);
+  });
 }
 
 void DataParallel::Backward(const Tensor& loss) {
@@ -84,8 +98,8 @@ float DataParallel::AverageOverRanks(const Tensor& value) {
   ZERO_CHECK(value.numel() == 1, "DataParallel::AverageOverRanks: expected a one-element "
              "tensor, got shape ", shape_to_string(value.sizes()));
   NoGradGuard no_grad;
-  Tensor v = value.Detach().Clone();  // (1,) a buffer of our own: the all-reduce writes it
-  comm_->AllReduceAverage(v, cuda::Stream::Default(comm_->device()));
+  Tensor v = value.Detach().Clone();  // a buffer of our own: the all-reduce writes it
+  OnSide([&](const cuda::Stream& side) { comm_->AllReduceAverage(v, side); });
   return v.Item();
 }
 

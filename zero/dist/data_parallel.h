@@ -9,6 +9,7 @@
 /// all-reduce with backward] in data_parallel.cpp for how the streams are arranged.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -57,6 +58,7 @@ class DataParallel {
   Communicator& communicator() { return *comm_; }
 
  private:
+  void OnSide(const std::function<void(const cuda::Stream&)>& collective);
   void OnLeafReady(const Tensor& leaf);
   void Launch(size_t bucket);
   void Finish();
@@ -70,6 +72,7 @@ class DataParallel {
   std::vector<Tensor> flat_;        // per bucket: (bucket_numel,) on the GPU
   std::vector<cuda::Event> ready_;  // per bucket: its gradients are copied in
   std::vector<cuda::Event> done_;   // per bucket: its all-reduce has finished
+  cuda::Event before_, after_;      // around the other collectives (OnSide)
 };
 
 }  // namespace zero::dist

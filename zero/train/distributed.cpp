@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -145,20 +146,30 @@ int launch_ranks(const std::string& executable, const std::vector<std::string>& 
               nproc - 1, log_dir.c_str());
   std::fflush(stdout);
 
-  // Wait for all. On a failure, or once rank 0 is done, stop the others: a rank whose
-  // peer is gone would wait in its next all-reduce forever.
+  // Wait for all. On a failure, stop the others at once: a rank whose peer is gone would
+  // wait in its next all-reduce forever. When rank 0 is done, give the others a few
+  // seconds to finish on their own first. Stopped ranks do not count as failures.
+  using Clock = std::chrono::steady_clock;
   int result = 0, running = nproc;
-  bool stopping = false;
-  auto stop_since = std::chrono::steady_clock::time_point{};
+  bool signalled = false;                         // SIGTERM sent: later exits are ours
+  Clock::time_point stop_at = Clock::time_point::max(), kill_at;
+  auto signal_all = [&](int sig) {
+    for (pid_t p : pids) {
+      if (p > 0) ::kill(p, sig);
+    }
+  };
   while (running > 0) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid < 0 && errno != EINTR) break;
+    const Clock::time_point now = Clock::now();
     if (pid <= 0) {
-      if (stopping && std::chrono::steady_clock::now() - stop_since > std::chrono::seconds(10)) {
-        for (pid_t p : pids) {
-          if (p > 0) ::kill(p, SIGKILL);
-        }
+      if (!signalled && now >= stop_at) {
+        signal_all(SIGTERM);
+        signalled = true;
+        kill_at = now + std::chrono::seconds(10);
+      } else if (signalled && now >= kill_at) {
+        signal_all(SIGKILL);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
@@ -169,19 +180,13 @@ int launch_ranks(const std::string& executable, const std::vector<std::string>& 
     pids[r] = -1;
     --running;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && !stopping) {
+    if (!ok && !signalled) {
       std::fprintf(stderr, "launch_ranks: rank %d failed (%s)%s%s; stopping the others\n", r,
                    describe(status).c_str(), r > 0 ? ", see " : "", logs[r].c_str());
       result = 1;
-    }
-    if ((!ok || r == 0) && !stopping && running > 0) {
-      // After rank 0 the others get a moment to finish on their own.
-      if (r == 0 && ok) std::this_thread::sleep_for(std::chrono::seconds(2));
-      for (pid_t p : pids) {
-        if (p > 0) ::kill(p, SIGTERM);
-      }
-      stopping = true;
-      stop_since = std::chrono::steady_clock::now();
+      stop_at = now;
+    } else if (ok && r == 0) {
+      stop_at = std::min(stop_at, now + std::chrono::seconds(5));
     }
   }
   std::signal(SIGINT, previous);

@@ -83,12 +83,15 @@ float Trainer::Evaluate(int64_t iters) {
   nn::EvalGuard eval(*model_);
   NoGradGuard no_grad;
   val_sampler_->SetPosition(0);
+  // Data-parallel, rank 0 evaluates alone: N batches of B rows for each global batch of
+  // N*B rows, the very windows that one GPU with batch N*B evaluates (distributed.h).
+  const int64_t batches = iters * (data_parallel_ ? data_parallel_->communicator().world() : 1);
   double total = 0;
-  for (int64_t i = 0; i < iters; ++i) {
+  for (int64_t i = 0; i < batches; ++i) {
     auto [x, y] = val_sampler_->Next();  // (B, T) each
     total += model_->Loss(x, y).Item();
   }
-  return static_cast<float>(total / static_cast<double>(iters));
+  return static_cast<float>(total / static_cast<double>(batches));
 }
 
 bool Trainer::RecordValLoss(float loss) {

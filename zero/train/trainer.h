@@ -58,7 +58,8 @@ class Trainer {
   /// One optimisation step (see the file comment); increments `step()`.
   StepResult Step();
   /// Mean loss over `iters` batches of the validation split (the same batches on every
-  /// call), in evaluation mode without recording gradients.
+  /// call), in evaluation mode without recording gradients. Data-parallel, a batch means
+  /// the global batch of world * batch_size rows, evaluated by this rank alone.
   float Evaluate(int64_t iters);
 
   /// The state to save now: step, RNG positions, config, paths, best val loss.
