@@ -41,6 +41,10 @@ elseif(_zero_nccl STREQUAL "ON")
   message(FATAL_ERROR "ZERO_NCCL=ON but NCCL was not found (it needs the CUDA backend too). "
     "Set NCCL_HOME to a folder with include/nccl.h and lib/libnccl.so, or configure with "
     "-DZERO_NCCL=OFF.")
+elseif(_zero_nccl STREQUAL "OFF")
+  message(STATUS "Zero: NCCL off (ZERO_NCCL=OFF), multi-GPU training disabled")
+elseif(NOT ZERO_HAS_CUDA)
+  message(STATUS "Zero: NCCL not used (no CUDA backend), multi-GPU training disabled")
 else()
   message(STATUS "Zero: NCCL not found, multi-GPU training disabled")
 endif()

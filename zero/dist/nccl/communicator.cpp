@@ -10,8 +10,8 @@
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/dist/communicator.h"
 
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 10, 0)
-#error "Zero needs NCCL 2.10 or newer (for ncclAvg); point NCCL_HOME at a newer one"
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 13, 0)
+#error "Zero needs NCCL 2.13 or newer (ncclAvg, ncclGetLastError); point NCCL_HOME at a newer one"
 #endif
 static_assert(zero::dist::kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES,
               "unique_id.h's kUniqueIdBytes must match this NCCL's NCCL_UNIQUE_ID_BYTES");
