@@ -80,8 +80,12 @@ def rel_max(got, want):
 
 # ------------------------------------------------------------------ PyTorch
 
-def torch_model(torch, cfg):
-    """A plain nanoGPT-shaped model whose state-dict names are Zero's parameter names."""
+def torch_model(torch, cfg, dropout=0.0):
+    """A plain nanoGPT-shaped model whose state-dict names are Zero's parameter names.
+
+    `dropout` is applied where nanoGPT applies it (after the embeddings, to the attention
+    probabilities, after each c_proj) in training mode; tools/bench_train_side_by_side.py
+    uses it, the reference check keeps 0."""
     nn, F = torch.nn, torch.nn.functional
     c, n_head = cfg["n_embd"], cfg["n_head"]
 
@@ -90,22 +94,25 @@ def torch_model(torch, cfg):
             super().__init__()
             self.c_attn = nn.Linear(c, 3 * c)
             self.c_proj = nn.Linear(c, c)
+            self.resid_dropout = nn.Dropout(dropout)
 
         def forward(self, x):
             b, t, _ = x.shape
             q, k, v = self.c_attn(x).split(c, dim=2)
             q, k, v = (z.view(b, t, n_head, c // n_head).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D)
-            return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+            p = dropout if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, H, T, D)
+            return self.resid_dropout(self.c_proj(y.transpose(1, 2).reshape(b, t, c)))
 
     class MLP(nn.Module):
         def __init__(self):
             super().__init__()
             self.c_fc = nn.Linear(c, 4 * c)
             self.c_proj = nn.Linear(4 * c, c)
+            self.dropout = nn.Dropout(dropout)
 
         def forward(self, x):
-            return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+            return self.dropout(self.c_proj(F.gelu(self.c_fc(x), approximate="tanh")))
 
     class Block(nn.Module):
         def __init__(self):
@@ -125,13 +132,14 @@ def torch_model(torch, cfg):
             self.transformer = nn.ModuleDict(dict(
                 wte=nn.Embedding(cfg["vocab_size"], c),
                 wpe=nn.Embedding(cfg["block_size"], c),
+                drop=nn.Dropout(dropout),
                 h=nn.ModuleList(Block() for _ in range(cfg["n_layer"])),
                 ln_f=nn.LayerNorm(c, eps=1e-5)))
 
         def forward(self, ids):
             tr = self.transformer
             pos = torch.arange(ids.shape[1], device=ids.device)
-            x = tr.wte(ids) + tr.wpe(pos)
+            x = tr.drop(tr.wte(ids) + tr.wpe(pos))
             for block in tr.h:
                 x = block(x)
             return F.linear(tr.ln_f(x), tr.wte.weight)  # the tied head: no lm_head parameter

@@ -342,10 +342,12 @@ Tensor lce_reference(const Tensor& x, const Tensor& w, const Tensor& t, int igno
   return cross_entropy(linear(x, w), t, ignore_index);
 }
 
-// The fused op with an explicit chunk size, to exercise several chunks on small data.
+// The fused op with an explicit chunk size, to exercise several chunks on small data;
+// with `in_forward` the gradients are made in the forward pass and only scaled later.
 Tensor lce_chunked(const Tensor& x, const Tensor& w, const Tensor& t, int64_t chunk_rows,
-                   int ignore_index = -100) {
-  return autograd::RunOp<OpLinearCrossEntropy>({x, w, t}, ignore_index, chunk_rows);
+                   int ignore_index = -100, bool in_forward = false) {
+  return autograd::RunOp<OpLinearCrossEntropy>({x, w, t}, ignore_index, chunk_rows, in_forward,
+                                               in_forward);
 }
 
 // Targets spread over [0, vocab); with `ignore_every` > 0 every such row (from row 2)
@@ -376,6 +378,10 @@ TEST_P(FusedOpsTest, LinearCrossEntropyMatchesComposition) {
     expect_close(loss, expected, 1e-5f, 1e-6f);
     expect_same_grads(grads_of([&] { return lce_chunked(x, w, t, chunk); }, {x, w}),
                       expected_grads, 1e-4f, 1e-6f);
+    expect_same_grads(grads_of([&] { return lce_chunked(x, w, t, chunk, -100, true) * 3.0f; },
+                               {x, w}),
+                      grads_of([&] { return lce_reference(x, w, t, -100) * 3.0f; }, {x, w}),
+                      1e-4f, 1e-6f);
   }
   expect_close(linear_cross_entropy(x, w, t), expected, 1e-5f, 1e-6f);
   // Another ignore index.

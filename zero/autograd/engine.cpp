@@ -16,6 +16,7 @@
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/leaf_grad_hook.h"
+#include "zero/autograd/profiler.h"
 #include "zero/autograd/tensor_op.h"
 
 namespace zero {
@@ -46,6 +47,7 @@ std::vector<TensorOp*> topological_order(TensorOp* root) {
 
 // Adds `grad` into `slot`: the first gradient is adopted, later ones are summed.
 void accumulate(Tensor& slot, const Tensor& grad) {
+  profiler::Scope scope("backward: sum gradients");
   slot = slot.defined() ? slot + grad : grad;
 }
 
@@ -57,6 +59,7 @@ void accumulate(Tensor& slot, const Tensor& grad) {
 // update of one .grad (gradient clipping) would change another.
 void accumulate_leaf(TensorImpl* leaf, const Tensor& grad,
                      std::unordered_set<const TensorNode*>& taken) {
+  profiler::Scope scope("backward: sum gradients");
   if (leaf->grad.defined()) {
     leaf->grad = leaf->grad + grad;
     return;
@@ -116,6 +119,7 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
     for (size_t k = 0; k < grad_outputs.size(); ++k) {
       if (!grad_outputs[k].defined()) {
         const TensorMeta& m = op->output_metas()[k];
+        profiler::Scope scope("backward: zero gradients");
         grad_outputs[k] = Tensor::Zeros(m.sizes, TensorOption{m.dtype, m.device, false});
       }
     }

@@ -3,6 +3,7 @@
 
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
+#include "zero/autograd/profiler.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::autograd {
@@ -11,6 +12,7 @@ std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;
   {
     NoGradGuard no_grad;  // ops used inside OpValue_ must not record themselves
+    profiler::Scope scope(name(), "forward");
     outputs = OpValue_(inputs);
   }
   if (!GradMode::enabled()) return outputs;
@@ -38,7 +40,11 @@ std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
 std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_outputs) {
   ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(); "
              "pass keep_graph=true to the first Backward() to run backward twice");
-  std::vector<Tensor> grads = Backward_(grad_outputs);
+  std::vector<Tensor> grads;
+  {
+    profiler::Scope scope(name(), "backward");
+    grads = Backward_(grad_outputs);
+  }
   ZERO_ASSERT(grads.size() == inputs_.size(), name(), " returned ", grads.size(),
               " gradients for ", inputs_.size(), " inputs");
   for (size_t i = 0; i < grads.size(); ++i) {

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "zero/autograd/grad_mode.h"
+#include "zero/autograd/profiler.h"
 #include "zero/dist/data_parallel.h"
 #include "zero/optim/grad_clip.h"
 #include "zero/optim/lr_schedule.h"
@@ -54,19 +56,27 @@ StepResult Trainer::Step() {
                       std::max<int64_t>(config_.max_steps, 1), config_.lr, config_.min_lr);
   optimizer_->SetLr(r.lr);
 
-  auto [x, y] = train_sampler_->Next();    // (B, T) each
+  Tensor x, y;
+  {
+    profiler::Scope scope("sampler: next batch");
+    std::tie(x, y) = train_sampler_->Next();  // (B, T) each
+  }
   const Tensor loss = model_->Loss(x, y);  // ()
   if (data_parallel_) {
     data_parallel_->Backward(loss);  // gradients averaged over ranks (distributed.h)
   } else {
     loss.Backward();
   }
-  r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
-                                      : optim::clip_grad_norm(params_, INFINITY);
+  {
+    profiler::Scope scope("clip_grad_norm");
+    r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
+                                        : optim::clip_grad_norm(params_, INFINITY);
+  }
   r.skipped = !std::isfinite(r.grad_norm);
   if (r.skipped) {
     ++skipped_;  // an inf/NaN gradient would poison the moments: drop this batch
   } else {
+    profiler::Scope scope("AdamW step");
     optimizer_->Step();
   }
   optimizer_->ZeroGrad();
@@ -76,6 +86,16 @@ StepResult Trainer::Step() {
   r.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+Trainer::Profile Trainer::ProfileSteps(int64_t steps) {
+  ZERO_CHECK(steps > 0, "Trainer::ProfileSteps: expected steps > 0, got ", steps);
+  Profile p;
+  p.steps = steps;
+  profiler::Start(device_);
+  for (int64_t i = 0; i < steps; ++i) p.total_ms += Step().ms;
+  p.rows = profiler::Stop();
+  return p;
 }
 
 float Trainer::Evaluate(int64_t iters) {

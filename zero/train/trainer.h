@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "zero/autograd/profiler.h"
 #include "zero/data/batch_sampler.h"
 #include "zero/dist/grad_buckets.h"
 #include "zero/nn/gpt.h"
@@ -57,6 +58,16 @@ class Trainer {
 
   /// One optimisation step (see the file comment); increments `step()`.
   StepResult Step();
+  /// Where the time of a few steps went (profiler.h).
+  struct Profile {
+    std::vector<profiler::Row> rows;  ///< Per op and pass, longest first.
+    double total_ms = 0;              ///< Wall time of the profiled steps together.
+    int64_t steps = 0;                ///< How many steps were profiled.
+  };
+  /// Runs `steps` ordinary training steps (they count and update the model) with the op
+  /// profiler recording, and returns the breakdown.
+  Profile ProfileSteps(int64_t steps);
+
   /// Mean loss over `iters` batches of the validation split (the same batches on every
   /// call), in evaluation mode without recording gradients. Data-parallel, a batch means
   /// the global batch of world * batch_size rows, evaluated by this rank alone.

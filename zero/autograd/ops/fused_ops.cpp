@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "zero/autograd/functional.h"
+#include "zero/autograd/grad_mode.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -92,46 +93,33 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
   return std::clamp<int64_t>(kChunkFloats / std::max<int64_t>(vocab, 1), 256, 8192);
 }
 
-std::vector<Tensor> OpLinearCrossEntropy::OpValue_(const std::vector<Tensor>& in) {
-  const Tensor& x = in[0];        // (N, C)
-  const Tensor& weight = in[1];   // (V, C)
-  const Tensor& targets = in[2];  // (N)
+// Note [Gradients in the forward pass]
+// The loss is a scalar at the root of the graph, so its upstream gradient g is a
+// scalar too, and d loss / d x is g times what it is for g = 1. When the caller will
+// differentiate (grad mode on and x or the weight requiring grad), the forward makes the
+// gradients for g = 1 while each chunk of logits is still in memory, and the backward
+// only scales them by g. Otherwise the backward would have to recompute every chunk of
+// logits: one more [N, C] x [C, V] GEMM, a sixth of GPT-2's step. llm.c's fused
+// classifier makes the same trade.
+void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const Tensor& targets,
+                                   const Tensor& loss, const Tensor& grad, Tensor& grad_x,
+                                   Tensor& grad_weight) {
   const int64_t n = x.size(0), vocab = weight.size(0);
   const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
-  count_ = Tensor::Empty({}, x.options());          // ()
-  ops::cross_entropy_count(targets, ignore_index_, vocab, count_);
-  Tensor loss = Tensor::Zeros({}, x.options());      // () the chunks add into it
-  lse_ = Tensor::Empty({n}, x.options());            // (N)
-  Tensor buffer = Tensor::Empty({std::min(n, chunk_rows_), vocab}, x.options());  // (chunk, V)
-  for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
-    const int64_t r1 = std::min(n, r0 + chunk_rows_);
-    const Tensor logits = buffer.Slice(0, 0, r1 - r0);  // (rows, V)
-    ops::matmul(x.Slice(0, r0, r1), weight_t, logits);
-    ops::cross_entropy_chunk_forward(logits, targets.Slice(0, r0, r1), ignore_index_, count_,
-                                     lse_.Slice(0, r0, r1), loss);
-  }
-  return {loss};
-}
-
-std::vector<Tensor> OpLinearCrossEntropy::Backward_(const std::vector<Tensor>& grad) {
-  const Tensor& x = inputs()[0];        // (N, C)
-  const Tensor& weight = inputs()[1];   // (V, C)
-  const Tensor& targets = inputs()[2];  // (N)
-  const int64_t n = x.size(0), vocab = weight.size(0);
-  const Tensor weight_t = weight.Transpose(0, 1);  // (C, V)
-  Tensor grad_x = needs_grad(0) ? Tensor::Empty(x.sizes(), x.options()) : Tensor();  // (N, C)
-  Tensor grad_weight;  // (V, C); zeros if there are no rows, else the first chunk writes it
-  if (needs_grad(1)) grad_weight = n > 0 ? Tensor::Empty(weight.sizes(), weight.options())
-                                         : Tensor::Zeros(weight.sizes(), weight.options());
   Tensor partial;  // (V, C) one chunk's share of grad_weight, after the first chunk
   Tensor buffer = Tensor::Empty({std::min(n, chunk_rows_), vocab}, x.options());  // (chunk, V)
   for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
     const int64_t r1 = std::min(n, r0 + chunk_rows_);
-    const Tensor x_chunk = x.Slice(0, r0, r1);        // (rows, C)
+    const Tensor x_chunk = x.Slice(0, r0, r1);          // (rows, C)
     const Tensor logits = buffer.Slice(0, 0, r1 - r0);  // (rows, V)
     ops::matmul(x_chunk, weight_t, logits);
+    if (loss.defined()) {
+      ops::cross_entropy_chunk_forward(logits, targets.Slice(0, r0, r1), ignore_index_, count_,
+                                       lse_.Slice(0, r0, r1), loss);
+    }
+    if (!grad_x.defined() && !grad_weight.defined()) continue;
     ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
-                                      grad[0], count_, ignore_index_);  // logits -> dlogits
+                                      grad, count_, ignore_index_);  // logits -> dlogits
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     if (!grad_weight.defined()) continue;
     // matmul overwrites its output, so every chunk after the first goes through
@@ -144,12 +132,64 @@ std::vector<Tensor> OpLinearCrossEntropy::Backward_(const std::vector<Tensor>& g
       ops::add(grad_weight, partial, grad_weight);
     }
   }
+}
+
+namespace {
+
+// Gradient buffers for `x` (N, C) and `weight` (V, C), undefined where not wanted.
+// With no rows there are no chunks to write grad_weight, so it starts as zeros.
+void make_grads(const Tensor& x, const Tensor& weight, bool want_x, bool want_weight,
+                       Tensor& grad_x, Tensor& grad_weight) {
+  if (want_x) grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, C)
+  if (want_weight) {
+    grad_weight = x.size(0) > 0 ? Tensor::Empty(weight.sizes(), weight.options())
+                                : Tensor::Zeros(weight.sizes(), weight.options());  // (V, C)
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> OpLinearCrossEntropy::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];        // (N, C)
+  const Tensor& weight = in[1];   // (V, C)
+  const Tensor& targets = in[2];  // (N)
+  count_ = Tensor::Empty({}, x.options());  // ()
+  ops::cross_entropy_count(targets, ignore_index_, weight.size(0), count_);
+  Tensor loss = Tensor::Zeros({}, x.options());  // () the chunks add into it
+  lse_ = Tensor::Empty({x.size(0)}, x.options());  // (N)
+  make_grads(x, weight, grad_x_in_forward_, grad_weight_in_forward_, grad_x_, grad_weight_);
+  const Tensor one = grad_x_.defined() || grad_weight_.defined() ? Tensor::Ones({}, x.options())
+                                                                 : Tensor();
+  Chunks_(x, weight, targets, loss, one, grad_x_, grad_weight_);
+  return {loss};
+}
+
+std::vector<Tensor> OpLinearCrossEntropy::Backward_(const std::vector<Tensor>& grad) {
+  Tensor grad_x, grad_weight;
+  if (grad_x_in_forward_ || grad_weight_in_forward_) {
+    // Made for g = 1 in the forward (Note [Gradients in the forward pass]): scale by g.
+    if (needs_grad(0) && grad_x_.defined()) grad_x = grad_x_ * grad[0];                // (N, C)
+    if (needs_grad(1) && grad_weight_.defined()) grad_weight = grad_weight_ * grad[0];  // (V, C)
+  }
+  const bool missing_x = needs_grad(0) && !grad_x.defined();
+  const bool missing_weight = needs_grad(1) && !grad_weight.defined();
+  if (missing_x || missing_weight) {  // not made in the forward: recompute the logits
+    const Tensor& x = inputs()[0];
+    const Tensor& weight = inputs()[1];
+    Tensor gx, gw;
+    make_grads(x, weight, missing_x, missing_weight, gx, gw);
+    Chunks_(x, weight, inputs()[2], Tensor(), grad[0], gx, gw);
+    if (missing_x) grad_x = gx;
+    if (missing_weight) grad_weight = gw;
+  }
   return {grad_x, grad_weight, Tensor()};
 }
 
 void OpLinearCrossEntropy::ReleaseSaved_() {
   lse_ = Tensor();
   count_ = Tensor();
+  grad_x_ = Tensor();
+  grad_weight_ = Tensor();
 }
 
 }  // namespace autograd
@@ -203,9 +243,12 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   ZERO_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0),
              "linear_cross_entropy: expected targets of shape [", x.size(0), "] for x ",
              shape_to_string(x.sizes()), ", got ", shape_to_string(targets.sizes()));
+  // Whether the caller will differentiate: then the forward makes the gradients too.
+  const bool recording = GradMode::enabled();
   return autograd::RunOp<autograd::OpLinearCrossEntropy>(
       {x.Contiguous(), weight.Contiguous(), targets.Contiguous()}, ignore_index,
-      autograd::OpLinearCrossEntropy::default_chunk_rows(weight.size(0)));
+      autograd::OpLinearCrossEntropy::default_chunk_rows(weight.size(0)),
+      recording && x.requires_grad(), recording && weight.requires_grad());
 }
 
 }  // namespace zero

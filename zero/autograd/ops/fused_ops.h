@@ -74,9 +74,16 @@ class OpAttention : public TensorOp {
 class OpLinearCrossEntropy : public TensorOp {
  public:
   /// Rows whose target is `ignore_index` are skipped; `chunk_rows` > 0 rows of
-  /// logits are made at a time (see `default_chunk_rows`).
-  OpLinearCrossEntropy(int ignore_index, int64_t chunk_rows)
-      : ignore_index_(ignore_index), chunk_rows_(chunk_rows) {}
+  /// logits are made at a time (see `default_chunk_rows`). With `grad_x_in_forward` /
+  /// `grad_weight_in_forward` the forward also makes those gradients, while each chunk
+  /// of logits exists, and the backward only scales them (Note [Gradients in the
+  /// forward pass] in fused_ops.cpp); otherwise the backward recomputes the logits.
+  OpLinearCrossEntropy(int ignore_index, int64_t chunk_rows, bool grad_x_in_forward = false,
+                       bool grad_weight_in_forward = false)
+      : ignore_index_(ignore_index),
+        chunk_rows_(chunk_rows),
+        grad_x_in_forward_(grad_x_in_forward),
+        grad_weight_in_forward_(grad_weight_in_forward) {}
   /// "OpLinearCrossEntropy".
   const char* name() const override { return "OpLinearCrossEntropy"; }
   /// Rows per chunk for vocabulary size `vocab`: as many as fit in a fixed budget of
@@ -87,16 +94,24 @@ class OpLinearCrossEntropy : public TensorOp {
  protected:
   /// Runs the chunks forward; saves lse and count.
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
-  /// Runs the chunks backward.
+  /// Scales the gradients made in the forward, or runs the chunks backward.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
-  /// Drops lse and count.
+  /// Drops lse, count and the gradients made in the forward.
   void ReleaseSaved_() override;
 
  private:
+  // One pass over the row chunks: the logits, then the loss and lse (if `loss` is
+  // defined), then the defined gradients for the loss's upstream gradient `grad`.
+  void Chunks_(const Tensor& x, const Tensor& weight, const Tensor& targets, const Tensor& loss,
+               const Tensor& grad, Tensor& grad_x, Tensor& grad_weight);
+
   int ignore_index_;
   int64_t chunk_rows_;
-  Tensor lse_;    // (N)
-  Tensor count_;  // () non-ignored targets, on the device
+  bool grad_x_in_forward_, grad_weight_in_forward_;
+  Tensor lse_;          // (N)
+  Tensor count_;        // () non-ignored targets, on the device
+  Tensor grad_x_;       // (N, C) made in the forward for an upstream gradient of 1
+  Tensor grad_weight_;  // (V, C) likewise
 };
 
 }  // namespace zero::autograd

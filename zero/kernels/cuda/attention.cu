@@ -1,10 +1,10 @@
-// Flash attention in plain FP32 CUDA: forward with an online softmax, backward in
-// two kernels that recompute the probabilities tile by tile. Nothing of size
-// [Tq, Tk] is ever stored. The CPU reference is cpu/attention_cpu.cpp.
+// Flash attention on the Tensor Cores: forward with an online softmax, backward in two
+// kernels that recompute the probabilities tile by tile. Nothing of size [Tq, Tk] is
+// ever stored. The CPU reference is cpu/attention_cpu.cpp.
 //
 // Note [Flash attention]
-// Scores S = Q K^T * scale are formed a 64 x 64 tile at a time in registers. One
-// block of 256 threads owns a tile of 64 query rows (the forward, dQ) or 64 key rows
+// Scores S = Q K^T * scale are formed a 64 x 64 tile at a time. One block of 256
+// threads (8 warps) owns a tile of 64 query rows (the forward, dQ) or 64 key rows
 // (dK, dV) and streams the other operand through shared memory in 64-row tiles:
 //
 //   forward   block (query tile i):  for each key tile j:  S = Q_i K_j^T
@@ -18,87 +18,162 @@
 // exactly one writer block, so there are no atomics and results are deterministic;
 // the price is that dQ's kernel recomputes S and dP (two extra tile products).
 //
-// Inside a block, thread (ty, tx) = (threadIdx.x / 16, threadIdx.x % 16) owns rows
-// ty + 16 r (r < 4) and columns tx + 16 c of every 64 x 64 or 64 x D tile, so its
-// values live in registers, the 16 threads of a row share a half-warp (row maxima and
-// sums are 4 shuffles), and the shared-memory reads of a warp hit distinct banks:
-// tiles are stored row-major with rows padded to D + 1 floats. Causal masking skips
-// whole key tiles past a query tile's last row; inside a tile masked scores are -inf
-// (probability 0). D is padded up to a compiled width of 32, 64 or 128 (zeros add
-// nothing to the dot products), so any D <= 128 works. Shared memory exceeds the
-// default 48 KB for D >= 64 and is opted into per kernel (cudaFuncSetAttribute).
+// Note [Tensor Cores in FP32]
+// Every tile product is a 16 x 16 x 8 WMMA on the Tensor Cores (nvcuda::wmma, TF32
+// inputs, FP32 accumulation); each warp owns a few 16 x 16 pieces of the output tile.
+// TF32 keeps 10 of FP32's 23 mantissa bits, so in exact mode (MX_FAST_MATMUL unset, as
+// for cuBLAS) each operand is split into a TF32 part and the TF32 rounding of what is
+// left, x = big + small, and a b is computed as a_small b_big + a_big b_small +
+// a_big b_big: three Tensor-Core products, with an error close to FP32's (the dropped
+// a_small b_small is about 2^-22 of a b). This "3xTF32" is what PyTorch's FP32
+// memory-efficient attention does on these GPUs (CUTLASS's OpMultiplyAddFastF32); with
+// MX_FAST_MATMUL=tf32 or fp16, one TF32 product is made, like cuBLAS in that mode.
 //
-// Dropout (Note [Attention dropout] in cpu/attention_cpu.cpp): each thread redraws the
-// factor F of the (i, j) it owns from the CPU's global index. The forward sums P into l
-// but multiplies V by P * F; the backward uses P^T * F for dV and dP * F in dS.
+// The online softmax needs whole rows of S, and WMMA's register layout of an
+// accumulator is unspecified, so S goes through shared memory: the warps store their
+// pieces, four threads per row rescale and exponentiate it there, and the output O
+// lives in shared memory too, so that the rescaling by e^(m - m_new) can reach it.
+// The backward's dK, dV and dQ need no rescaling and stay in registers.
+//
+// Layouts: q, k, v, out and the gradients may be any strided views whose last (D)
+// dimension is contiguous: a (B, H, T, D) operand at (b, h) starts at b*sb + h*sh and
+// its rows are st apart. So the GPT passes views into its packed [B, T, 3C] qkv buffer
+// and gets its [B, T, C] output with no copies. Tiles are copied through shared memory
+// by all threads (any stride, zero padding past the last row and past D), with rows
+// padded to D + 4 floats: WMMA needs 32-byte aligned 16-row pieces, and the padding
+// spreads a column's reads over the banks. D is padded up to a compiled width of 32,
+// 64 or 128 (zeros add nothing), so any D <= 128 works. Causal masking skips whole key
+// tiles past a query tile's last row; inside a tile masked scores are -inf.
+//
+// Dropout (Note [Attention dropout] in cpu/attention_cpu.cpp): the factor F of (i, j)
+// is redrawn from the CPU's global index wherever it is needed. The forward sums P into
+// l but multiplies V by P * F; the backward uses P^T * F for dV and dP * F in dS.
+#include <mma.h>
+
 #include <cmath>
+#include <type_traits>
 
 #include "zero/kernels/attention_dropout.h"
+#include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
 namespace {
 
-constexpr int kTile = 64;       // query rows and key rows per tile
-constexpr int kThreads = 256;   // 16 x 16
-constexpr int kPerThread = 4;   // kTile / 16 rows (or columns) per thread
-constexpr int kPLd = kTile + 1; // row stride of a 64 x 64 probability tile in shared memory
+namespace wmma = nvcuda::wmma;
+
+constexpr int kTile = 64;             // query rows and key rows per tile
+constexpr int kThreads = 256;         // 8 warps
+constexpr int kSLd = kTile + 4;       // row stride of a 64 x 64 score tile in shared memory
+template <int kD>
+constexpr int kLd = kD + 4;           // row stride of a 64 x kD operand tile
+
+// One (B, H, T, D) operand with a contiguous D dimension.
+struct Heads {
+  float* data;
+  int64_t sb, sh, st;  // strides of B, H and T, in floats
+  int heads;           // H, to split the grid's b * H + h
+  __device__ float* at(int64_t bh) const { return data + (bh / heads) * sb + (bh % heads) * sh; }
+};
+
+Heads heads_of(const Tensor& t) {
+  return Heads{const_cast<float*>(t.data_ptr<float>()), t.stride(0), t.stride(1), t.stride(2),
+               static_cast<int>(t.size(1))};
+}
 
 // ---------------------------------------------------------------------------------
 // Device helpers
 
-// Copies rows [row0, row0 + 64) of a [rows, D] matrix into a shared tile with row
-// stride kD + 1, writing zeros past the last row and past column D.
+using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
+template <typename Layout>
+using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, Layout>;
+using FragC = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
+
+// Rounds every element to TF32 (the whole operand, in fast mode).
+template <typename Frag>
+__device__ void round_tf32(Frag& f) {
+  #pragma unroll
+  for (int t = 0; t < f.num_elements; ++t) f.x[t] = wmma::__float_to_tf32(f.x[t]);
+}
+
+// x = big + small with both parts TF32 (Note [Tensor Cores in FP32]). Element-wise, so
+// the fragment's unspecified layout does not matter.
+template <typename Frag>
+__device__ void split_tf32(Frag& big, Frag& small) {
+  #pragma unroll
+  for (int t = 0; t < big.num_elements; ++t) {
+    const float x = big.x[t];
+    big.x[t] = wmma::__float_to_tf32(x);
+    small.x[t] = wmma::__float_to_tf32(x - big.x[t]);
+  }
+}
+
+// acc += A B over one k-step of 8: A is 16 x 8 row-major at `a` (row stride lda), B is
+// 8 x 16 at `b` in `Layout` (row_major: B(k, n) = b[k * ldb + n]; col_major:
+// B(k, n) = b[n * ldb + k], i.e. a row-major matrix read transposed).
+template <bool kExact, typename Layout>
+__device__ void mma_step(FragC& acc, const float* a, int lda, const float* b, int ldb) {
+  FragA a_big;
+  FragB<Layout> b_big;
+  wmma::load_matrix_sync(a_big, a, lda);
+  wmma::load_matrix_sync(b_big, b, ldb);
+  if constexpr (kExact) {
+    FragA a_small;
+    FragB<Layout> b_small;
+    split_tf32(a_big, a_small);
+    split_tf32(b_big, b_small);
+    wmma::mma_sync(acc, a_small, b_big, acc);  // the small terms first: less is lost
+    wmma::mma_sync(acc, a_big, b_small, acc);
+  } else {
+    round_tf32(a_big);
+    round_tf32(b_big);
+  }
+  wmma::mma_sync(acc, a_big, b_big, acc);
+}
+
+// The 16 x 16 piece (row block rb, column block cb) of A B^T for two row-major tiles
+// with kD columns (A: 64 x kD rows of queries or keys; B likewise): S = Q K^T and its
+// relatives. Written to `dst` (row stride kSLd).
+template <int kD, bool kExact>
+__device__ void piece_abt(const float* a, const float* b, float* dst, int rb, int cb) {
+  FragC acc;
+  wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+  for (int kk = 0; kk < kD; kk += 8) {
+    mma_step<kExact, wmma::col_major>(acc, a + rb * 16 * kLd<kD> + kk, kLd<kD>,
+                                      b + cb * 16 * kLd<kD> + kk, kLd<kD>);
+  }
+  wmma::store_matrix_sync(dst + rb * 16 * kSLd + cb * 16, acc, kSLd, wmma::mem_row_major);
+}
+
+// acc += the (rb, cb) piece of P B, P a 64 x 64 tile (row stride kSLd), B a 64 x kD tile.
+template <int kD, bool kExact>
+__device__ void piece_pb(FragC& acc, const float* p, const float* b, int rb, int cb) {
+#pragma unroll
+  for (int kk = 0; kk < kTile; kk += 8) {
+    mma_step<kExact, wmma::row_major>(acc, p + rb * 16 * kSLd + kk, kSLd,
+                                      b + kk * kLd<kD> + cb * 16, kLd<kD>);
+  }
+}
+
+// Copies rows [row0, row0 + 64) of a [rows, D] matrix (row stride st) into a shared
+// tile, with zeros past the last row and past column D.
 template <int kD>
-__device__ void load_tile(float* tile, const float* src, int row0, int rows, int D) {
+__device__ void load_tile(float* tile, const float* src, int64_t st, int row0, int rows, int D) {
   for (int e = threadIdx.x; e < kTile * kD; e += kThreads) {
     const int r = e / kD, d = e % kD;
-    tile[r * (kD + 1) + d] = row0 + r < rows && d < D ? src[(int64_t)(row0 + r) * D + d] : 0.0f;
+    tile[r * kLd<kD> + d] = row0 + r < rows && d < D ? src[(row0 + r) * st + d] : 0.0f;
   }
 }
 
-// acc[r][c] = sum_d a[ty + 16 r][d] * b[tx + 16 c][d]: a 64 x 64 tile of A B^T.
+// Copies a shared tile back to rows [row0, ...) of a [rows, D] matrix (row stride st).
 template <int kD>
-__device__ void tile_abt(const float* a, const float* b, float acc[kPerThread][kPerThread],
-                         int ty, int tx) {
-  for (int r = 0; r < kPerThread; ++r)
-    for (int c = 0; c < kPerThread; ++c) acc[r][c] = 0.0f;
-#pragma unroll 8
-  for (int d = 0; d < kD; ++d) {
-    float av[kPerThread], bv[kPerThread];
-    for (int i = 0; i < kPerThread; ++i) {
-      av[i] = a[(ty + 16 * i) * (kD + 1) + d];
-      bv[i] = b[(tx + 16 * i) * (kD + 1) + d];
-    }
-    for (int r = 0; r < kPerThread; ++r)
-      for (int c = 0; c < kPerThread; ++c) acc[r][c] += av[r] * bv[c];
+__device__ void store_tile(float* dst, int64_t st, const float* tile, int row0, int rows, int D) {
+  for (int e = threadIdx.x; e < kTile * kD; e += kThreads) {
+    const int r = e / kD, d = e % kD;
+    if (row0 + r < rows && d < D) dst[(row0 + r) * st + d] = tile[r * kLd<kD> + d];
   }
-}
-
-// acc[r][c] += sum_j p[ty + 16 r][j] * b[j][tx + 16 c]: P (64 x 64) times B (64 x kD).
-template <int kD>
-__device__ void tile_ab(const float* p, const float* b, float acc[kPerThread][kD / 16], int ty,
-                        int tx) {
-#pragma unroll 4
-  for (int j = 0; j < kTile; ++j) {
-    float pv[kPerThread];
-    for (int r = 0; r < kPerThread; ++r) pv[r] = p[(ty + 16 * r) * kPLd + j];
-    for (int c = 0; c < kD / 16; ++c) {
-      const float bv = b[j * (kD + 1) + tx + 16 * c];
-      for (int r = 0; r < kPerThread; ++r) acc[r][c] += pv[r] * bv;
-    }
-  }
-}
-
-// Reductions over the 16 threads of one row (a half-warp).
-__device__ float row_max(float v) {
-  for (int o = 8; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ float row_sum(float v) {
-  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 // Whether query i may see key j; the causal mask is aligned to the end of the keys.
@@ -106,200 +181,247 @@ __device__ bool visible(int i, int j, int Tq, int Tk, bool causal) {
   return i < Tq && j < Tk && (!causal || j <= i + (Tk - Tq));
 }
 
-// Writes acc[r][c] * scale to rows [row0, ...) of a [rows, D] matrix.
+// The warps' share of a 64 x kD output tile: warp w owns row block w / 2 and
+// kD / 32 column blocks starting at (w % 2) * kD / 32.
 template <int kD>
-__device__ void store_rows(float* dst, const float acc[kPerThread][kD / 16], float scale,
-                           int row0, int rows, int D, int ty, int tx) {
-  for (int r = 0; r < kPerThread; ++r) {
-    const int row = row0 + ty + 16 * r;
-    for (int c = 0; c < kD / 16; ++c) {
-      const int d = tx + 16 * c;
-      if (row < rows && d < D) dst[(int64_t)row * D + d] = acc[r][c] * scale;
-    }
+constexpr int kOutPieces = kD / 32;
+__device__ int warp_row_block() { return threadIdx.x / 32 / 2; }
+template <int kD>
+__device__ int warp_col_block(int c) { return (threadIdx.x / 32 % 2) * kOutPieces<kD> + c; }
+
+// The two 64 x 64 score-tile products every kernel makes: warp w computes pieces
+// (w / 2, 2 (w % 2)) and (w / 2, 2 (w % 2) + 1) of A1 B1^T into dst1 and, if a2 is
+// given, of A2 B2^T into dst2.
+template <int kD, bool kExact>
+__device__ void score_tiles(const float* a1, const float* b1, float* dst1, const float* a2,
+                            const float* b2, float* dst2) {
+  const int rb = warp_row_block();
+  #pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const int cb = (threadIdx.x / 32 % 2) * 2 + c;
+    piece_abt<kD, kExact>(a1, b1, dst1, rb, cb);
+    if (a2) piece_abt<kD, kExact>(a2, b2, dst2, rb, cb);
   }
 }
 
 // ---------------------------------------------------------------------------------
 // Kernels. grid = (B * H, tiles of the owned operand); block = kThreads.
 
-template <int kD>
+template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
-    const float* q, const float* k, const float* v, float* out, float* lse, int Tq, int Tk,
-    int D, float scale, bool causal, AttentionDropout drop) {
-  extern __shared__ float smem[];
-  float* qs = smem;                     // (64, kD + 1)
-  float* ks = qs + kTile * (kD + 1);    // (64, kD + 1)
-  float* vs = ks + kTile * (kD + 1);    // (64, kD + 1)
-  float* ps = vs + kTile * (kD + 1);    // (64, 65)
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+    Heads q, Heads k, Heads v, Heads out, float* lse, int Tq, int Tk, int D, float scale,
+    bool causal, AttentionDropout drop) {
+  extern __shared__ __align__(128) float smem[];
+  float* qs = smem;                      // (64, kD + 4)
+  float* ks = qs + kTile * kLd<kD>;      // (64, kD + 4)
+  float* vs = ks + kTile * kLd<kD>;      // (64, kD + 4)
+  float* os = vs + kTile * kLd<kD>;      // (64, kD + 4) the unnormalised output
+  float* ss = os + kTile * kLd<kD>;      // (64, 68) scores, then probabilities
+  float* ls = ss + kTile * kSLd;         // (64) the softmax sums, for the final division
   const int64_t bh = blockIdx.x;
   const int q0 = blockIdx.y * kTile;
-  q += bh * Tq * D, k += bh * Tk * D, v += bh * Tk * D;
-  load_tile<kD>(qs, q, q0, Tq, D);
+  load_tile<kD>(qs, q.at(bh), q.st, q0, Tq, D);
+  for (int e = threadIdx.x; e < kTile * kLd<kD>; e += kThreads) os[e] = 0.0f;
+  // Four threads share each row of the softmax: row = tid / 4, columns part * 16 ...
+  const int row = threadIdx.x / 4, part = threadIdx.x % 4, i = q0 + row;
+  float m = -INFINITY, l = 0.0f;
   // Keys past the tile's last query are masked for every row: skip them.
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
-  float m[kPerThread], l[kPerThread], o[kPerThread][kD / 16];
-  for (int r = 0; r < kPerThread; ++r) {
-    m[r] = -INFINITY, l[r] = 0.0f;
-    for (int c = 0; c < kD / 16; ++c) o[r][c] = 0.0f;
-  }
   for (int k0 = 0; k0 < k_end; k0 += kTile) {
-    __syncthreads();  // the previous tile's ks, vs, ps are no longer read
-    load_tile<kD>(ks, k, k0, Tk, D);
-    load_tile<kD>(vs, v, k0, Tk, D);
+    __syncthreads();  // the previous tile's ks, vs, ss are no longer read
+    load_tile<kD>(ks, k.at(bh), k.st, k0, Tk, D);
+    load_tile<kD>(vs, v.at(bh), v.st, k0, Tk, D);
     __syncthreads();
-    float s[kPerThread][kPerThread];
-    tile_abt<kD>(qs, ks, s, ty, tx);
-    for (int r = 0; r < kPerThread; ++r) {
-      const int i = q0 + ty + 16 * r;
-      float tile_max = -INFINITY;
-      for (int c = 0; c < kPerThread; ++c) {
-        s[r][c] = visible(i, k0 + tx + 16 * c, Tq, Tk, causal) ? s[r][c] * scale : -INFINITY;
-        tile_max = fmaxf(tile_max, s[r][c]);
-      }
-      const float m_new = fmaxf(m[r], row_max(tile_max));
-      // A row with nothing visible yet keeps m = -inf; subtract 0 instead so that
-      // exp(-inf - -inf) never makes a NaN (every p and alpha is then 0).
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      const float alpha = __expf(m[r] - m_use);
-      float sum = 0.0f;
-      for (int c = 0; c < kPerThread; ++c) {
-        const float p = __expf(s[r][c] - m_use);
-        // V is multiplied by the dropped P; the softmax sum takes the undropped P.
-        ps[(ty + 16 * r) * kPLd + tx + 16 * c] = p * drop.factor(bh * Tq + i, k0 + tx + 16 * c, Tk);
-        sum += p;
-      }
-      l[r] = l[r] * alpha + row_sum(sum);
-      m[r] = m_new;
-      for (int c = 0; c < kD / 16; ++c) o[r][c] *= alpha;
-    }
+    score_tiles<kD, kExact>(qs, ks, ss, nullptr, nullptr, nullptr);  // S = Q K^T
     __syncthreads();
-    tile_ab<kD>(ps, vs, o, ty, tx);
-  }
-  for (int r = 0; r < kPerThread; ++r) {
-    const int i = q0 + ty + 16 * r;
-    if (i >= Tq) continue;
-    for (int c = 0; c < kD / 16; ++c) {
-      const int d = tx + 16 * c;
-      if (d < D) out[(bh * Tq + i) * D + d] = o[r][c] / l[r];
+    float* s_row = ss + row * kSLd + part * 16;
+    float s[16], tile_max = -INFINITY;
+    #pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      s[c] = visible(i, k0 + part * 16 + c, Tq, Tk, causal) ? s_row[c] * scale : -INFINITY;
+      tile_max = fmaxf(tile_max, s[c]);
     }
-    if (tx == 0) lse[bh * Tq + i] = m[r] + logf(l[r]);
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float m_new = fmaxf(m, tile_max);
+    // A row with nothing visible yet keeps m = -inf; subtract 0 instead so that
+    // exp(-inf - -inf) never makes a NaN (every p and alpha is then 0).
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = __expf(m - m_use);
+    float sum = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      const float p = __expf(s[c] - m_use);
+      // V is multiplied by the dropped P; the softmax sum takes the undropped P.
+      s_row[c] = p * drop.factor(bh * Tq + i, k0 + part * 16 + c, Tk);
+      sum += p;
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    l = l * alpha + sum;
+    m = m_new;
+    float* o_row = os + row * kLd<kD> + part * (kD / 4);
+    #pragma unroll
+    for (int c = 0; c < kD / 4; ++c) o_row[c] *= alpha;
+    __syncthreads();
+    #pragma unroll
+    for (int c = 0; c < kOutPieces<kD>; ++c) {  // O += P V, through shared memory
+      const int rb = warp_row_block(), cb = warp_col_block<kD>(c);
+      float* o = os + rb * 16 * kLd<kD> + cb * 16;
+      FragC acc;
+      wmma::load_matrix_sync(acc, o, kLd<kD>, wmma::mem_row_major);
+      piece_pb<kD, kExact>(acc, ss, vs, rb, cb);
+      wmma::store_matrix_sync(o, acc, kLd<kD>, wmma::mem_row_major);
+    }
   }
+  if (part == 0) {
+    ls[row] = l;
+    if (i < Tq) lse[bh * Tq + i] = m + logf(l);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kTile * kD; e += kThreads) os[e / kD * kLd<kD> + e % kD] /= ls[e / kD];
+  __syncthreads();
+  store_tile<kD>(out.at(bh), out.st, os, q0, Tq, D);
 }
 
-// delta[row] = sum_d dO[row][d] * O[row][d], one warp per row.
-__global__ void attention_delta_kernel(const float* grad_out, const float* out, float* delta,
-                                       int64_t rows, int D) {
+// delta[row] = sum_d dO[row][d] * O[row][d] for row = bh * Tq + i, one warp per row.
+__global__ void attention_delta_kernel(Heads grad_out, Heads out, float* delta, int64_t rows,
+                                       int Tq, int D) {
   const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
+  const float* g = grad_out.at(row / Tq) + (row % Tq) * grad_out.st;
+  const float* o = out.at(row / Tq) + (row % Tq) * out.st;
   float s = 0.0f;
-  for (int d = threadIdx.x % 32; d < D; d += 32) s += grad_out[row * D + d] * out[row * D + d];
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  for (int d = threadIdx.x % 32; d < D; d += 32) s += g[d] * o[d];
+  for (int w = 16; w > 0; w >>= 1) s += __shfl_xor_sync(0xffffffffu, s, w);
   if (threadIdx.x % 32 == 0) delta[row] = s;
 }
 
-template <int kD>
+template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
-    const float* q, const float* k, const float* v, const float* grad_out, const float* lse,
-    const float* delta, float* grad_k, float* grad_v, int Tq, int Tk, int D, float scale,
-    bool causal, AttentionDropout drop) {
-  extern __shared__ float smem[];
-  float* ks = smem;                     // (64, kD + 1) resident
-  float* vs = ks + kTile * (kD + 1);    // (64, kD + 1) resident
-  float* qs = vs + kTile * (kD + 1);    // (64, kD + 1)
-  float* dos = qs + kTile * (kD + 1);   // (64, kD + 1)
-  float* pts = dos + kTile * (kD + 1);  // (64, 65) P^T
-  float* dsts = pts + kTile * kPLd;     // (64, 65) dS^T
-  float* lse_s = dsts + kTile * kPLd;   // (64)
+    Heads q, Heads k, Heads v, Heads grad_out, const float* lse, const float* delta,
+    Heads grad_k, Heads grad_v, int Tq, int Tk, int D, float scale, bool causal,
+    AttentionDropout drop) {
+  extern __shared__ __align__(128) float smem[];
+  float* ks = smem;                     // (64, kD + 4) resident
+  float* vs = ks + kTile * kLd<kD>;     // (64, kD + 4) resident
+  float* qs = vs + kTile * kLd<kD>;     // (64, kD + 4)
+  float* dos = qs + kTile * kLd<kD>;    // (64, kD + 4)
+  float* pts = dos + kTile * kLd<kD>;   // (64, 68) S^T, then P^T * F
+  float* dsts = pts + kTile * kSLd;     // (64, 68) dP^T, then dS^T
+  float* lse_s = dsts + kTile * kSLd;   // (64)
   float* delta_s = lse_s + kTile;       // (64)
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile;
-  q += bh * Tq * D, k += bh * Tk * D, v += bh * Tk * D, grad_out += bh * Tq * D;
   lse += bh * Tq, delta += bh * Tq;
-  load_tile<kD>(ks, k, k0, Tk, D);
-  load_tile<kD>(vs, v, k0, Tk, D);
-  float dk[kPerThread][kD / 16] = {}, dv[kPerThread][kD / 16] = {};
+  load_tile<kD>(ks, k.at(bh), k.st, k0, Tk, D);
+  load_tile<kD>(vs, v.at(bh), v.st, k0, Tk, D);
+  FragC dk[kOutPieces<kD>], dv[kOutPieces<kD>];
+  #pragma unroll
+  for (int c = 0; c < kOutPieces<kD>; ++c) {
+    wmma::fill_fragment(dk[c], 0.0f);
+    wmma::fill_fragment(dv[c], 0.0f);
+  }
   // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask.
   const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) : 0;
   for (int q0 = q_begin; q0 < Tq; q0 += kTile) {
     __syncthreads();  // the previous tile's qs, dos, pts, dsts are no longer read
-    load_tile<kD>(qs, q, q0, Tq, D);
-    load_tile<kD>(dos, grad_out, q0, Tq, D);
+    load_tile<kD>(qs, q.at(bh), q.st, q0, Tq, D);
+    load_tile<kD>(dos, grad_out.at(bh), grad_out.st, q0, Tq, D);
     if (threadIdx.x < kTile) {
       const int i = q0 + threadIdx.x;
       lse_s[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
       delta_s[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
     }
     __syncthreads();
-    float st[kPerThread][kPerThread], dpt[kPerThread][kPerThread];
-    tile_abt<kD>(ks, qs, st, ty, tx);   // S^T[j][i] = K_j . Q_i
-    tile_abt<kD>(vs, dos, dpt, ty, tx); // dP^T[j][i] = V_j . dO_i
-    for (int r = 0; r < kPerThread; ++r) {
-      for (int c = 0; c < kPerThread; ++c) {
-        const int j = k0 + ty + 16 * r, ic = tx + 16 * c;
-        const bool seen = visible(q0 + ic, j, Tq, Tk, causal);
-        const float p = seen ? __expf(st[r][c] * scale - lse_s[ic]) : 0.0f;
-        const float f = seen ? drop.factor(bh * Tq + q0 + ic, j, Tk) : 1.0f;
-        pts[(ty + 16 * r) * kPLd + ic] = p * f;                             // Z^T
-        dsts[(ty + 16 * r) * kPLd + ic] = p * (dpt[r][c] * f - delta_s[ic]);
-      }
+    score_tiles<kD, kExact>(ks, qs, pts, vs, dos, dsts);  // S^T = K Q^T, dP^T = V dO^T
+    __syncthreads();
+    for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
+      const int r = e / kTile, c = e % kTile, j = k0 + r, i = q0 + c;  // key row, query column
+      const bool seen = visible(i, j, Tq, Tk, causal);
+      const float p = seen ? __expf(pts[r * kSLd + c] * scale - lse_s[c]) : 0.0f;
+      const float f = seen ? drop.factor(bh * Tq + i, j, Tk) : 1.0f;
+      pts[r * kSLd + c] = p * f;                                      // Z^T
+      dsts[r * kSLd + c] = p * (dsts[r * kSLd + c] * f - delta_s[c]);  // dS^T
     }
     __syncthreads();
-    tile_ab<kD>(pts, dos, dv, ty, tx);   // dV += P^T dO
-    tile_ab<kD>(dsts, qs, dk, ty, tx);   // dK += dS^T Q
+    #pragma unroll
+    for (int c = 0; c < kOutPieces<kD>; ++c) {
+      const int rb = warp_row_block(), cb = warp_col_block<kD>(c);
+      piece_pb<kD, kExact>(dv[c], pts, dos, rb, cb);   // dV += Z^T dO
+      piece_pb<kD, kExact>(dk[c], dsts, qs, rb, cb);   // dK += dS^T Q
+    }
   }
-  store_rows<kD>(grad_k + bh * Tk * D, dk, scale, k0, Tk, D, ty, tx);
-  store_rows<kD>(grad_v + bh * Tk * D, dv, 1.0f, k0, Tk, D, ty, tx);
+  __syncthreads();  // every warp is done with qs and dos: stage the results there
+  #pragma unroll
+  for (int c = 0; c < kOutPieces<kD>; ++c) {
+    const int rb = warp_row_block(), cb = warp_col_block<kD>(c);
+    #pragma unroll
+    for (int t = 0; t < dk[c].num_elements; ++t) dk[c].x[t] *= scale;
+    wmma::store_matrix_sync(qs + rb * 16 * kLd<kD> + cb * 16, dk[c], kLd<kD>, wmma::mem_row_major);
+    wmma::store_matrix_sync(dos + rb * 16 * kLd<kD> + cb * 16, dv[c], kLd<kD>, wmma::mem_row_major);
+  }
+  __syncthreads();
+  store_tile<kD>(grad_k.at(bh), grad_k.st, qs, k0, Tk, D);
+  store_tile<kD>(grad_v.at(bh), grad_v.st, dos, k0, Tk, D);
 }
 
-template <int kD>
+template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
-    const float* q, const float* k, const float* v, const float* grad_out, const float* lse,
-    const float* delta, float* grad_q, int Tq, int Tk, int D, float scale, bool causal,
-    AttentionDropout drop) {
-  extern __shared__ float smem[];
-  float* qs = smem;                     // (64, kD + 1) resident
-  float* dos = qs + kTile * (kD + 1);   // (64, kD + 1) resident
-  float* ks = dos + kTile * (kD + 1);   // (64, kD + 1)
-  float* vs = ks + kTile * (kD + 1);    // (64, kD + 1)
-  float* dss = vs + kTile * (kD + 1);   // (64, 65) dS
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+    Heads q, Heads k, Heads v, Heads grad_out, const float* lse, const float* delta,
+    Heads grad_q, int Tq, int Tk, int D, float scale, bool causal, AttentionDropout drop) {
+  extern __shared__ __align__(128) float smem[];
+  float* qs = smem;                     // (64, kD + 4) resident
+  float* dos = qs + kTile * kLd<kD>;    // (64, kD + 4) resident
+  float* ks = dos + kTile * kLd<kD>;    // (64, kD + 4)
+  float* vs = ks + kTile * kLd<kD>;     // (64, kD + 4)
+  float* dss = vs + kTile * kLd<kD>;    // (64, 68) S, then dS
+  float* dps = dss + kTile * kSLd;      // (64, 68) dP
+  float* lse_s = dps + kTile * kSLd;    // (64)
+  float* delta_s = lse_s + kTile;       // (64)
   const int64_t bh = blockIdx.x;
   const int q0 = blockIdx.y * kTile;
-  q += bh * Tq * D, k += bh * Tk * D, v += bh * Tk * D, grad_out += bh * Tq * D;
-  lse += bh * Tq, delta += bh * Tq;
-  load_tile<kD>(qs, q, q0, Tq, D);
-  load_tile<kD>(dos, grad_out, q0, Tq, D);
-  float row_lse[kPerThread], row_delta[kPerThread];
-  for (int r = 0; r < kPerThread; ++r) {
-    const int i = q0 + ty + 16 * r;
-    row_lse[r] = i < Tq ? lse[i] : 0.0f;
-    row_delta[r] = i < Tq ? delta[i] : 0.0f;
+  load_tile<kD>(qs, q.at(bh), q.st, q0, Tq, D);
+  load_tile<kD>(dos, grad_out.at(bh), grad_out.st, q0, Tq, D);
+  if (threadIdx.x < kTile) {
+    const int i = q0 + threadIdx.x;
+    lse_s[threadIdx.x] = i < Tq ? lse[bh * Tq + i] : 0.0f;
+    delta_s[threadIdx.x] = i < Tq ? delta[bh * Tq + i] : 0.0f;
   }
-  float dq[kPerThread][kD / 16] = {};
+  FragC dq[kOutPieces<kD>];
+  #pragma unroll
+  for (int c = 0; c < kOutPieces<kD>; ++c) wmma::fill_fragment(dq[c], 0.0f);
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
   for (int k0 = 0; k0 < k_end; k0 += kTile) {
     __syncthreads();  // the previous tile's ks, vs, dss are no longer read
-    load_tile<kD>(ks, k, k0, Tk, D);
-    load_tile<kD>(vs, v, k0, Tk, D);
+    load_tile<kD>(ks, k.at(bh), k.st, k0, Tk, D);
+    load_tile<kD>(vs, v.at(bh), v.st, k0, Tk, D);
     __syncthreads();
-    float s[kPerThread][kPerThread], dp[kPerThread][kPerThread];
-    tile_abt<kD>(qs, ks, s, ty, tx);    // S[i][j] = Q_i . K_j
-    tile_abt<kD>(dos, vs, dp, ty, tx);  // dP[i][j] = dO_i . V_j
-    for (int r = 0; r < kPerThread; ++r) {
-      for (int c = 0; c < kPerThread; ++c) {
-        const int i = q0 + ty + 16 * r, jc = tx + 16 * c;
-        const bool seen = visible(i, k0 + jc, Tq, Tk, causal);
-        const float p = seen ? __expf(s[r][c] * scale - row_lse[r]) : 0.0f;
-        const float f = seen ? drop.factor(bh * Tq + i, k0 + jc, Tk) : 1.0f;
-        dss[(ty + 16 * r) * kPLd + jc] = p * (dp[r][c] * f - row_delta[r]);
-      }
+    score_tiles<kD, kExact>(qs, ks, dss, dos, vs, dps);  // S = Q K^T, dP = dO V^T
+    __syncthreads();
+    for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
+      const int r = e / kTile, c = e % kTile, i = q0 + r, j = k0 + c;  // query row, key column
+      const bool seen = visible(i, j, Tq, Tk, causal);
+      const float p = seen ? __expf(dss[r * kSLd + c] * scale - lse_s[r]) : 0.0f;
+      const float f = seen ? drop.factor(bh * Tq + i, j, Tk) : 1.0f;
+      dss[r * kSLd + c] = p * (dps[r * kSLd + c] * f - delta_s[r]);  // dS
     }
     __syncthreads();
-    tile_ab<kD>(dss, ks, dq, ty, tx);  // dQ += dS K
+    #pragma unroll
+    for (int c = 0; c < kOutPieces<kD>; ++c) {
+      piece_pb<kD, kExact>(dq[c], dss, ks, warp_row_block(), warp_col_block<kD>(c));  // dQ += dS K
+    }
   }
-  store_rows<kD>(grad_q + bh * Tq * D, dq, scale, q0, Tq, D, ty, tx);
+  __syncthreads();  // every warp is done with ks: stage the result there
+  #pragma unroll
+  for (int c = 0; c < kOutPieces<kD>; ++c) {
+    const int rb = warp_row_block(), cb = warp_col_block<kD>(c);
+    #pragma unroll
+    for (int t = 0; t < dq[c].num_elements; ++t) dq[c].x[t] *= scale;
+    wmma::store_matrix_sync(ks + rb * 16 * kLd<kD> + cb * 16, dq[c], kLd<kD>, wmma::mem_row_major);
+  }
+  __syncthreads();
+  store_tile<kD>(grad_q.at(bh), grad_q.st, ks, q0, Tq, D);
 }
 
 // ---------------------------------------------------------------------------------
@@ -307,30 +429,39 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
 
 int tiles(int64_t rows) { return static_cast<int>((rows + kTile - 1) / kTile); }
 
-// Shared bytes of a kernel holding `big` (64, kD + 1) tiles, `small` (64, 65) tiles
-// and `vectors` 64-float vectors.
+// Shared bytes of a kernel holding four (64, kD + 4) tiles, `scores` (64, 68) tiles and
+// `vectors` 64-float vectors.
 template <int kD>
-size_t smem_bytes(int big, int small, int vectors) {
-  return sizeof(float) * (big * kTile * (kD + 1) + small * kTile * kPLd + vectors * kTile);
+size_t smem_bytes(int scores, int vectors) {
+  return sizeof(float) * (4 * kTile * kLd<kD> + scores * kTile * kSLd + vectors * kTile);
 }
 
-template <int kD>
+// Exact FP32 (3xTF32) unless MX_FAST_MATMUL asks for Tensor-Core speed (Note [Tensor
+// Cores in FP32]).
+bool exact_mode() { return cuda::compute_type() == CUBLAS_COMPUTE_32F; }
+
+template <typename Kernel>
+void allow_smem(Kernel kernel, size_t bytes) {
+  ZERO_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
+template <int kD, bool kExact>
 void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
              const AttentionDropout& drop, const Tensor& out, const Tensor& lse) {
   const int64_t bh = q.size(0) * q.size(1);
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
-  const size_t smem = smem_bytes<kD>(3, 1, 0);
-  ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const size_t smem = smem_bytes<kD>(1, 1);
+  allow_smem(attention_forward_kernel<kD, kExact>, smem);
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));
-  attention_forward_kernel<kD><<<grid, kThreads, smem, cuda::current_stream()>>>(
-      q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(),
-      lse.data_ptr<float>(), Tq, Tk, D, 1.0f / std::sqrt(static_cast<float>(D)), causal, drop);
+  attention_forward_kernel<kD, kExact><<<grid, kThreads, smem, cuda::current_stream()>>>(
+      heads_of(q), heads_of(k), heads_of(v), heads_of(out), lse.data_ptr<float>(), Tq, Tk, D,
+      1.0f / std::sqrt(static_cast<float>(D)), causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-template <int kD>
+template <int kD, bool kExact>
 void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
               const Tensor& lse, const Tensor& grad_out, bool causal, const AttentionDropout& drop,
               const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
@@ -338,33 +469,43 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  Tensor delta = Tensor::Empty({bh * Tq}, q.options());  // (B * H * Tq)
+  Tensor delta = Tensor::Empty({bh * Tq}, lse.options());  // (B * H * Tq)
   if (bh * Tq > 0) {
     constexpr int kRowsPerBlock = kThreads / 32;
     const unsigned blocks = static_cast<unsigned>((bh * Tq + kRowsPerBlock - 1) / kRowsPerBlock);
     attention_delta_kernel<<<blocks, kThreads, 0, cuda::current_stream()>>>(
-        grad_out.data_ptr<float>(), out.data_ptr<float>(), delta.data_ptr<float>(), bh * Tq, D);
+        heads_of(grad_out), heads_of(out), delta.data_ptr<float>(), bh * Tq, Tq, D);
     ZERO_CUDA_LAUNCH_CHECK();
   }
-  const size_t smem_kv = smem_bytes<kD>(4, 2, 2);
-  ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_backward_dkdv_kernel<kD>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_kv));
+  const size_t smem = smem_bytes<kD>(2, 2);
+  allow_smem(attention_backward_dkdv_kernel<kD, kExact>, smem);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
-  attention_backward_dkdv_kernel<kD><<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
-      q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), grad_out.data_ptr<float>(),
-      lse.data_ptr<float>(), delta.data_ptr<float>(), grad_k.data_ptr<float>(),
-      grad_v.data_ptr<float>(), Tq, Tk, D, scale, causal, drop);
+  attention_backward_dkdv_kernel<kD, kExact><<<key_grid, kThreads, smem, cuda::current_stream()>>>(
+      heads_of(q), heads_of(k), heads_of(v), heads_of(grad_out), lse.data_ptr<float>(),
+      delta.data_ptr<float>(), heads_of(grad_k), heads_of(grad_v), Tq, Tk, D, scale, causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
-  const size_t smem_q = smem_bytes<kD>(4, 1, 0);
-  ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_backward_dq_kernel<kD>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_q));
+  allow_smem(attention_backward_dq_kernel<kD, kExact>, smem);
   const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
-  attention_backward_dq_kernel<kD><<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
-      q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), grad_out.data_ptr<float>(),
-      lse.data_ptr<float>(), delta.data_ptr<float>(), grad_q.data_ptr<float>(), Tq, Tk, D, scale,
-      causal, drop);
+  attention_backward_dq_kernel<kD, kExact><<<query_grid, kThreads, smem, cuda::current_stream()>>>(
+      heads_of(q), heads_of(k), heads_of(v), heads_of(grad_out), lse.data_ptr<float>(),
+      delta.data_ptr<float>(), heads_of(grad_q), Tq, Tk, D, scale, causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
+}
+
+// Calls f(width, exact) with std::integral_constant arguments: the compiled width that
+// fits D, and whether the current precision mode is exact.
+template <typename F>
+void dispatch(int64_t D, F&& f) {
+  using std::integral_constant;
+  const bool exact = exact_mode();
+  const auto with = [&](auto width) {
+    if (exact) return f(width, std::true_type{});
+    f(width, std::false_type{});
+  };
+  if (D <= 32) return with(integral_constant<int, 32>{});
+  if (D <= 64) return with(integral_constant<int, 64>{});
+  with(integral_constant<int, 128>{});
 }
 
 }  // namespace
@@ -374,11 +515,10 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
                             const Tensor& lse) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
-  const int64_t D = q.size(3);
   const AttentionDropout drop(dropout_p, seed, offset);
-  if (D <= 32) return forward<32>(q, k, v, causal, drop, out, lse);
-  if (D <= 64) return forward<64>(q, k, v, causal, drop, out, lse);
-  forward<128>(q, k, v, causal, drop, out, lse);
+  dispatch(q.size(3), [&](auto width, auto exact) {
+    forward<decltype(width)::value, decltype(exact)::value>(q, k, v, causal, drop, out, lse);
+  });
 }
 
 void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -387,13 +527,11 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
-  const int64_t D = q.size(3);
   const AttentionDropout drop(dropout_p, seed, offset);
-  if (D <= 32)
-    return backward<32>(q, k, v, out, lse, grad_out, causal, drop, grad_q, grad_k, grad_v);
-  if (D <= 64)
-    return backward<64>(q, k, v, out, lse, grad_out, causal, drop, grad_q, grad_k, grad_v);
-  backward<128>(q, k, v, out, lse, grad_out, causal, drop, grad_q, grad_k, grad_v);
+  dispatch(q.size(3), [&](auto width, auto exact) {
+    backward<decltype(width)::value, decltype(exact)::value>(q, k, v, out, lse, grad_out, causal,
+                                                            drop, grad_q, grad_k, grad_v);
+  });
 }
 
 }  // namespace zero::ops

@@ -124,6 +124,26 @@ __global__ void unary_strided_kernel(const float* x, DimsArg dx, float* out, Dim
   if (i < n) out[dout.Offset(i)] = f(x[dx.Offset(i)]);
 }
 
+// out = f(x, y, g) over n contiguous floats, four at a time (the unary backward's path
+// for the usual case; the strided kernel below pays an index division per dimension).
+template <typename F>
+__global__ void ternary_vec4_kernel(const float* x, const float* y, const float* g, float* out,
+                                    int64_t n, F f) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t groups = n / 4;
+  if (i < groups) {
+    const float4 a = reinterpret_cast<const float4*>(x)[i];
+    const float4 b = reinterpret_cast<const float4*>(y)[i];
+    const float4 c = reinterpret_cast<const float4*>(g)[i];
+    reinterpret_cast<float4*>(out)[i] =
+        make_float4(f(a.x, b.x, c.x), f(a.y, b.y, c.y), f(a.z, b.z, c.z), f(a.w, b.w, c.w));
+  }
+  if (i < n - groups * 4) {
+    const int64_t j = groups * 4 + i;
+    out[j] = f(x[j], y[j], g[j]);
+  }
+}
+
 template <typename F>
 __global__ void ternary_strided_kernel(const float* x, DimsArg dx, const float* y, DimsArg dy,
                                        const float* g, DimsArg dg, float* out, DimsArg dout,
@@ -195,6 +215,13 @@ void unary_backward_cuda(UnaryOp op, const Tensor& x, const Tensor& y, const Ten
   const int64_t n = x.numel();
   if (n == 0) return;
   cuda::set_device(x);
+  if (cuda::vec4_ok(x) && cuda::vec4_ok(y) && cuda::vec4_ok(grad_y) && cuda::vec4_ok(grad_x)) {
+    ternary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), grad_y.data_ptr<float>(),
+        grad_x.data_ptr<float>(), n, UnaryGradF{op});
+    ZERO_CUDA_LAUNCH_CHECK();
+    return;
+  }
   ternary_strided_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
       x.data_ptr<float>(), DimsArg::Of(x.meta()), y.data_ptr<float>(), DimsArg::Of(y.meta()),
       grad_y.data_ptr<float>(), DimsArg::Of(grad_y.meta()), grad_x.data_ptr<float>(),

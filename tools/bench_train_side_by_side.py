@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Zero's GPT training step next to PyTorch eager on the same GPU, in one call.
+
+    python3 tools/bench_train_side_by_side.py [--build build/default] [--steps 20] [--profile]
+
+A step is forward, backward, global-norm clip 1.0 and AdamW, for:
+
+  char   6 layers, 6 heads, 384 wide, vocab 65, B 64, T 256, dropout 0.2 (nanoGPT shakespeare_char)
+  gpt2   GPT-2 124M: 12 layers, 12 heads, 768 wide, vocab 50304, B 8, T 1024, no dropout
+
+each in FP32 (TF32 off on both sides) and with Tensor Cores (Zero: MX_FAST_MATMUL=tf32;
+PyTorch: allow_tf32). Zero runs as tools/bench_train_step; PyTorch runs here, with the
+model of tools/torch_reference.py (nanoGPT's architecture), F.cross_entropy on the full
+logits, clip_grad_norm_ and AdamW(fused=True), as nanoGPT's train.py does. Both time each
+step on the host up to reading the loss (so the GPU has finished it), after --warmup
+steps, and report the median of --steps. Peak memory is the allocator's peak of live
+bytes during the timed steps (torch.cuda.max_memory_allocated; Zero's CachingPool).
+
+The floor column is the step's model FLOPs (6N + 12LCT per token, nanoGPT's count) at
+the GEMM rate this card reaches in this run (an 8192^3 torch.matmul in the same mode):
+no implementation that does the model's arithmetic at that rate can be faster.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+PRESETS = {
+    "char": dict(vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384, batch=64, dropout=0.2),
+    "gpt2": dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768, batch=8, dropout=0.0),
+}
+# (work, preset, Zero's MX_FAST_MATMUL, PyTorch TF32, time target, memory target)
+ROWS = [
+    ("char fp32", "char", "0", False, 0.80, None),
+    ("gpt2 fp32", "gpt2", "0", False, 1.00, 0.80),
+    ("char tf32", "char", "tf32", True, 0.80, None),
+    ("gpt2 tf32", "gpt2", "tf32", True, 0.80, None),
+]
+
+
+def zero_step(build, preset, fast, steps, warmup, profile):
+    exe = pathlib.Path(build) / "tools" / "bench_train_step"
+    cmd = [str(exe), "--preset", preset, "--steps", str(steps), "--warmup", str(warmup), "--json",
+           "--device", "cuda"]
+    if profile:
+        cmd += ["--profile", "3"]
+    env = dict(os.environ, MX_FAST_MATMUL=fast)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"error: {' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
+    lines = out.stdout.strip().splitlines()
+    return json.loads(lines[-1]), "\n".join(lines[:-1])
+
+
+def torch_step(preset, tf32, steps, warmup):
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from torch_reference import torch_model
+
+    p = PRESETS[preset]
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.manual_seed(1337)
+    cfg = {k: p[k] for k in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")}
+    model = torch_model(torch, cfg, dropout=p["dropout"]).cuda().train()
+    decay = [q for q in model.parameters() if q.dim() >= 2]
+    other = [q for q in model.parameters() if q.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": other, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.99), fused=True)
+    b, t, v = p["batch"], p["block_size"], p["vocab_size"]
+    data = torch.randint(0, v, (64, b, t + 1), device="cuda")
+
+    def step(i):
+        batch = data[i % len(data)]
+        x, y = batch[:, :-1], batch[:, 1:]
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, v), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    for i in range(warmup):
+        step(i)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for i in range(steps):
+        start = time.perf_counter()
+        step(i)
+        times.append((time.perf_counter() - start) * 1e3)
+    peak = torch.cuda.max_memory_allocated()
+    del model, opt, data
+    torch.cuda.empty_cache()
+    return {"ms": statistics.median(times), "tokens_per_s": b * t / statistics.median(times) * 1e3,
+            "peak_bytes": peak}
+
+
+def gemm_tflops(tf32):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    n = 8192
+    a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+    for _ in range(3):
+        a @ b
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        start.record()
+        a @ b
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return 2 * n ** 3 / statistics.median(times) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build/default")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rows", default=",".join(r[0] for r in ROWS),
+                    help="comma-separated subset of: " + ", ".join(r[0] for r in ROWS))
+    ap.add_argument("--profile", action="store_true", help="print Zero's per-op breakdown of each row")
+    args = ap.parse_args()
+    try:
+        import torch
+        have_torch = torch.cuda.is_available()
+    except ImportError:
+        have_torch = False
+    if not have_torch:
+        print("note: no PyTorch with CUDA here; printing Zero's figures alone")
+
+    wanted = set(args.rows.split(","))
+    results = []
+    for work, preset, fast, tf32, target, mem_target in ROWS:
+        if work not in wanted:
+            continue
+        z, log = zero_step(args.build, preset, fast, args.steps, args.warmup, args.profile)
+        print(f"--- {work}\n{log}", flush=True)
+        t = torch_step(preset, tf32, args.steps, args.warmup) if have_torch else None
+        if t:
+            print(f"PyTorch {work}: median {t['ms']:.2f} ms/step, peak {t['peak_bytes'] / 2**30:.2f} GiB",
+                  flush=True)
+        results.append((work, tf32, target, mem_target, z, t))
+
+    rate = {False: gemm_tflops(False), True: gemm_tflops(True)} if have_torch else {}
+    print()
+    if rate:
+        print(f"GEMM rate measured in this run (8192^3): FP32 {rate[False]:.1f} TFLOP/s, "
+              f"TF32 {rate[True]:.1f} TFLOP/s")
+    head = (f"{'work':10} {'Zero ms':>8} {'Torch ms':>8} {'floor ms':>8} {'Zero/Torch':>10} {'target':>6}"
+            f" {'Zero tok/s':>10} {'Torch tok/s':>11} {'Zero GiB':>8} {'Torch GiB':>9} {'mem ratio':>9}"
+            f" {'target':>6} {'mallocs':>7}")
+    print(head)
+    ok = True
+    for work, tf32, target, mem_target, z, t in results:
+        floor = z["flops"] / (rate[tf32] * 1e9) if rate else float("nan")
+        ratio = z["ms"] / t["ms"] if t else float("nan")
+        mem = z["peak_bytes"] / t["peak_bytes"] if t else float("nan")
+        ok &= ratio <= target and (mem_target is None or mem <= mem_target)
+        print(f"{work:10} {z['ms']:8.2f} {t['ms'] if t else float('nan'):8.2f} {floor:8.2f} {ratio:10.2f}"
+              f" {'<=' + format(target, '.2f'):>6} {z['tokens_per_s']:10.0f}"
+              f" {t['tokens_per_s'] if t else float('nan'):11.0f} {z['peak_bytes'] / 2**30:8.2f}"
+              f" {t['peak_bytes'] / 2**30 if t else float('nan'):9.2f} {mem:9.2f}"
+              f" {'<=' + format(mem_target, '.2f') if mem_target else '-':>6} {z['mallocs']:7d}")
+    if have_torch:
+        print("all targets met" if ok else "some targets not met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+// One GPT training step of Zero (forward, backward, clip, AdamW), timed: the Zero half
+// of tools/bench_train_side_by_side.py, which runs PyTorch on the same shapes.
+//
+//   bench_train_step --preset char|gpt2 [--batch B] [--steps 20] [--warmup 5]
+//                    [--profile 3] [--json]
+//
+// The tokens are random (speed does not depend on them). Each step is timed on the
+// host around Trainer::Step, which ends by reading the loss, so the GPU has finished
+// the step when the clock stops. Prints the median over --steps after --warmup steps,
+// tokens/s, the allocator's peak live bytes over the timed steps (weights, gradients
+// and AdamW moments included, as torch.cuda.max_memory_allocated counts them) and how
+// many cudaMalloc calls the timed steps made (0: every buffer came from the cache).
+// MX_FAST_MATMUL in the environment selects Tensor-Core GEMMs (chapter 07).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "zero/core/tensor_context.h"
+#include "zero/train/flops.h"
+#include "zero/train/trainer.h"
+
+using namespace zero;
+
+namespace {
+
+train::TrainConfig preset(const std::string& name) {
+  train::TrainConfig c = train::TrainConfig::Reference();  // char GPT: 6L/6H/384, B 64, T 256
+  if (name == "gpt2") {  // GPT-2 124M as nanoGPT trains it: no dropout, vocab padded to 50304
+    c.model = nn::GPTConfig{50304, 1024, 12, 12, 768, 0.0f};
+    c.batch_size = 8;
+  } else {
+    ZERO_CHECK(name == "char", "--preset: expected char or gpt2, got ", name);
+    c.model.vocab_size = 65;
+  }
+  c.warmup = 0;  // the step's cost does not depend on the learning rate
+  return c;
+}
+
+train::TokenData random_tokens(int64_t vocab, int64_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(vocab - 1));
+  train::TokenData d;
+  d.train.resize(count);
+  d.val.resize(count / 10);
+  for (auto& t : d.train) t = id(rng);
+  for (auto& t : d.val) t = id(rng);
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Times Zero's GPT training step"};
+  std::string name = "char", device_name = "auto";
+  int64_t batch = 0, steps = 20, warmup = 5, profile = 0;
+  bool json = false;
+  app.add_option("--preset", name, "char (6L/6H/384, T 256) or gpt2 (124M, T 1024)");
+  app.add_option("--batch", batch, "sequences per step (default: the preset's)");
+  app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--profile", profile, "then profile this many steps and print the per-op table");
+  app.add_option("--device", device_name, "cpu, cuda, cuda:N or auto");
+  app.add_flag("--json", json, "end with one JSON line of the figures");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    train::TrainConfig cfg = preset(name);
+    if (batch > 0) cfg.batch_size = batch;
+    cfg.max_steps = warmup + steps + profile;
+    const Device device = train::resolve_device(device_name);
+    const int64_t tokens = cfg.batch_size * cfg.model.block_size;
+    train::Trainer trainer(cfg, random_tokens(cfg.model.vocab_size, 4 << 20, 1), device);
+    TensorContext& memory = DefaultTensorContext::Get(device);
+    std::printf("Zero %s: %lld layers, %lld heads, %lld wide, vocab %lld, B %lld, T %lld, %s\n",
+                name.c_str(), (long long)cfg.model.n_layer, (long long)cfg.model.n_head,
+                (long long)cfg.model.n_embd, (long long)cfg.model.vocab_size,
+                (long long)cfg.batch_size, (long long)cfg.model.block_size,
+                device.is_cuda() ? "CUDA" : "CPU");
+    for (int64_t i = 0; i < warmup; ++i) trainer.Step();
+    memory.ResetPeak();
+    const uint64_t mallocs_before = memory.Stats().raw_allocs;
+    std::vector<double> ms;
+    float loss = 0;
+    for (int64_t i = 0; i < steps; ++i) {
+      const train::StepResult r = trainer.Step();
+      ms.push_back(r.ms);
+      loss = r.loss;
+    }
+    const MemoryStats stats = memory.Stats();
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    const double flops = train::gpt_train_flops_per_token(cfg.model, cfg.model.block_size) *
+                         static_cast<double>(tokens);
+    std::printf("median %.2f ms/step (min %.2f, max %.2f), %.0f tokens/s, %.1f TFLOP/s of model "
+                "FLOPs, loss %.3f\n",
+                median, ms.front(), ms.back(), tokens / (median / 1e3), flops / median / 1e9, loss);
+    std::printf("peak live memory %.2f GiB, reserved %.2f GiB, cudaMalloc calls in timed steps: "
+                "%llu\n",
+                stats.peak_bytes / 1073741824.0, stats.reserved_bytes / 1073741824.0,
+                (unsigned long long)(stats.raw_allocs - mallocs_before));
+    if (profile > 0) {
+      const train::Trainer::Profile p = trainer.ProfileSteps(profile);
+      std::printf("\nwhere the time goes (%lld profiled steps, %.2f ms/step with the profiler on):\n%s",
+                  (long long)profile, p.total_ms / profile,
+                  profiler::format_table(p.rows, p.total_ms, profile).c_str());
+    }
+    if (json) {
+      std::printf("{\"ms\": %.4f, \"tokens_per_s\": %.1f, \"peak_bytes\": %zu, \"flops\": %.6g, "
+                  "\"mallocs\": %llu}\n",
+                  median, tokens / (median / 1e3), stats.peak_bytes, flops,
+                  (unsigned long long)(stats.raw_allocs - mallocs_before));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
