@@ -5,7 +5,7 @@
 // (safetensors) and zero/train (the loop, checkpoints, metrics, sampling). This file is
 // only the command line around zero::train::Trainer: pick the device and the preset,
 // prepare the data, run steps, evaluate, save, draw the loss curve, print samples.
-// With no flags it trains on the project's own text, built into the library.
+// With no flags it trains on the project's own text; --nproc N trains on N GPUs.
 // Read next: zero/train/trainer.h, zero/nn/gpt.h, the chapter README.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -21,11 +21,11 @@
 #include "zero/data/char_tokenizer.h"
 #include "zero/data/corpus.h"
 #include "zero/data/token_file.h"
+#include "zero/train/distributed.h"  // the Trainer, and --nproc: one process per GPU
 #include "zero/train/flops.h"
 #include "zero/train/loss_curve.h"
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
-#include "zero/train/trainer.h"
 
 namespace fs = std::filesystem;
 using namespace zero;
@@ -43,7 +43,7 @@ void on_sigint(int) {
 struct RunOptions {
   std::string device = "auto", data, out_dir = "out/gpt", init_from, prompt = "\n";
   bool resume = false, quick = false;
-  int64_t eval_every = 0, eval_iters = 0, sample_every = 0, log_every = 0;
+  int64_t eval_every = 0, eval_iters = 0, sample_every = 0, log_every = 0, nproc = 1;
   int64_t samples = 0, sample_tokens = 0, top_k = 200;
   float temperature = 0.8f;
   double peak_tflops = 0;
@@ -92,6 +92,7 @@ void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOpti
 }  // namespace
 
 int run(int argc, char** argv) {
+  const train::DistributedOptions dist = train::take_rank_flags(argc, argv);  // from --nproc
   const Device device = train::resolve_device(find_device_flag(argc, argv));
   // Presets: the reference model on a GPU (2000 steps: the built-in corpus is small
   // enough that 5000 overfits), a small one on the CPU.
@@ -143,7 +144,9 @@ int run(int argc, char** argv) {
   app.add_option("--top-k", o.top_k, "sample among the k most likely tokens (0: all)");
   app.add_option("--prompt", o.prompt, "text the samples continue");
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for MFU (0: don't report MFU)");
+  app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
   CLI11_PARSE(app, argc, argv);
+  if (o.nproc > 1 && !dist.is_rank()) return train::launch_ranks(argc, argv, o.nproc, o.out_dir);
   if (o.quick) {  // the chapter test: seconds, whatever the device
     cfg.model = nn::GPTConfig{0, 32, 2, 2, 32, 0.1f};
     cfg.batch_size = 8, cfg.max_steps = 20, cfg.warmup = 5;
@@ -173,7 +176,7 @@ int run(int argc, char** argv) {
     std::cout << "data: "
               << (o.data.empty() ? "the built-in corpus (project text and sources)" : o.data)
               << ", " << text.size() << " bytes\n";
-    data_dir = (out / "data").string();
+    data_dir = (out / (dist.rank > 0 ? "data-rank" + std::to_string(dist.rank) : "data")).string();
     const data::DatasetInfo info = data::prepare_char_dataset(text, data_dir);
     std::printf("prepared %s: vocab %lld, train %lld tokens, val %lld tokens\n", data_dir.c_str(),
                 static_cast<long long>(info.vocab_size), static_cast<long long>(info.train_tokens),
@@ -199,16 +202,17 @@ int run(int argc, char** argv) {
                          device);
   if (o.resume) trainer.Resume(ckpt.string());
   if (!o.init_from.empty()) trainer.LoadWeights(o.init_from);
+  if (dist.is_rank() && train::join_group(trainer, dist) > 0) return train::run_worker(trainer);
 
   const nn::GPTConfig& m = cfg.model;
-  const int64_t tokens_per_step = cfg.batch_size * m.block_size;
-  const double flops_per_token = train::gpt_train_flops_per_token(m, m.block_size);
+  const int64_t batch = cfg.batch_size * dist.world, tokens_per_step = batch * m.block_size;
+  const double flops_per_token = train::gpt_train_flops_per_token(m, m.block_size) / dist.world;
   std::printf(
       "model: %lld layers, %lld heads, %lld wide, block %lld, vocab %lld: %.2fM parameters\n"
       "train: batch %lld x %lld = %lld tokens/step, %lld steps, lr %.1e -> %.1e, warmup %lld, "
       "dropout %.2f, on %s\n",
       (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
-      (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)cfg.batch_size,
+      (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)batch,
       (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
       cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str());
 

@@ -1,6 +1,7 @@
 // Tests of BatchSampler (data/batch_sampler.h) on every device: windows are consecutive
 // tokens with y = x shifted by one, the same seed gives the same batches, SetPosition
-// resumes exactly (also after a prefetch on CUDA), and bad sizes are clear errors.
+// resumes exactly (also after a prefetch on CUDA), bad sizes are clear errors, and
+// sharded samplers split the batches of one unsharded sampler row by row.
 #include "zero/data/batch_sampler.h"
 
 #include <gtest/gtest.h>
@@ -94,6 +95,30 @@ TEST_P(BatchSamplerTest, BadSizesAreErrorsNamingThem) {
   BatchSampler smallest(iota_tokens(10), 2, 8, 0, device());  // offsets 0 and 1
   auto [x, y] = smallest.Next();
   EXPECT_EQ(y.ToVector<int32_t>().back() - x.ToVector<int32_t>().back(), 1);
+}
+
+TEST_P(BatchSamplerTest, ShardsAreTheRowsOfTheUnshardedBatch) {
+  // 3 ranks with batch 2 must see, step by step, rows [2r, 2r + 2) of the batches of one
+  // sampler with batch 6 and the same seed (the data-parallel equality argument).
+  constexpr int kWorld = 3, kBatch = 2, kBlock = 5, kSteps = 4;
+  BatchSampler whole(iota_tokens(300), kWorld * kBatch, kBlock, 7, device());
+  std::vector<BatchSampler> shards;
+  for (int r = 0; r < kWorld; ++r) {
+    shards.emplace_back(iota_tokens(300), kBatch, kBlock, 7, device());
+    shards.back().SetShard(r, kWorld);
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, y] = whole.Next();  // (6, 5) each
+    for (int r = 0; r < kWorld; ++r) {
+      auto [xr, yr] = shards[r].Next();  // (2, 5) each
+      EXPECT_EQ(xr.ToVector<int32_t>(), x.Slice(0, r * kBatch, (r + 1) * kBatch).ToVector<int32_t>())
+          << "rank " << r << " step " << step;
+      EXPECT_EQ(yr.ToVector<int32_t>(), y.Slice(0, r * kBatch, (r + 1) * kBatch).ToVector<int32_t>());
+      EXPECT_EQ(shards[r].position(), whole.position());  // checkpoints agree across world sizes
+    }
+  }
+  expect_error([&] { shards[0].SetShard(3, 3); }, {"rank 3 of world 3"});
+  expect_error([&] { shards[0].SetShard(0, 0); }, {"rank 0 of world 0"});
 }
 
 ZERO_INSTANTIATE_DEVICE_TEST(BatchSamplerTest);

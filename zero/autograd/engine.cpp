@@ -8,11 +8,14 @@
 // 3. A slot adopts the first gradient it receives and adds later ones, so a tensor
 //    used twice gets the sum. Leaves accumulate across Backward() calls.
 // 4. Unless keep_graph, each op releases its inputs and saved tensors once used.
+// 5. With a LeafGradHook installed (leaf_grad_hook.h), each leaf is announced right
+//    after the last op that sends it a gradient: known in advance from the order.
 #include <unordered_map>
 #include <unordered_set>
 
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
+#include "zero/autograd/leaf_grad_hook.h"
 #include "zero/autograd/profiler.h"
 #include "zero/autograd/tensor_op.h"
 
@@ -84,10 +87,22 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
   std::unordered_set<const TensorNode*> taken{root_grad.node().get()};
   if (is_leaf()) {
     accumulate_leaf(impl(), root_grad, taken);
+    if (const autograd::LeafGradHook* hook = autograd::current_leaf_grad_hook()) (*hook)(*this);
     return;
   }
 
   std::vector<TensorOp*> order = topological_order(grad_fn().get());
+  // With a hook: for each leaf, the position in `order` of the last op feeding it.
+  const autograd::LeafGradHook* hook = autograd::current_leaf_grad_hook();
+  std::unordered_map<const TensorImpl*, size_t> last_feed;
+  for (size_t pos = 0; hook != nullptr && pos < order.size(); ++pos) {
+    for (size_t i = 0; i < order[pos]->inputs().size(); ++i) {
+      const Tensor& input = order[pos]->inputs()[i];
+      if (order[pos]->needs_grad(i) && input.defined() && !input.grad_fn()) {
+        last_feed[input.impl()] = pos;
+      }
+    }
+  }
   std::unordered_map<TensorOp*, std::vector<Tensor>> slots;
   slots[grad_fn().get()].resize(grad_fn()->output_metas().size());
   slots[grad_fn().get()][impl()->output_index] = root_grad;
@@ -97,7 +112,8 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
   alive.reserve(order.size());
   for (TensorOp* op : order) alive.push_back(op->shared_from_this());
 
-  for (TensorOp* op : order) {
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    TensorOp* op = order[pos];
     std::vector<Tensor>& grad_outputs = slots[op];
     grad_outputs.resize(op->output_metas().size());
     for (size_t k = 0; k < grad_outputs.size(); ++k) {
@@ -118,6 +134,13 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
         accumulate(s[input.impl()->output_index], grad_inputs[i]);
       } else {
         accumulate_leaf(input.impl(), grad_inputs[i], taken);
+      }
+    }
+    for (size_t i = 0; hook != nullptr && i < op->inputs().size(); ++i) {
+      const auto last = last_feed.find(op->inputs()[i].impl());
+      if (last != last_feed.end() && last->second == pos) {
+        last_feed.erase(last);  // an op reading the leaf twice announces it once
+        (*hook)(op->inputs()[i]);
       }
     }
     if (!keep_graph) op->Release();

@@ -83,8 +83,9 @@ int64_t BatchSampler::WindowOffset(uint64_t index) const {
 
 void BatchSampler::FillWindows(uint64_t position, int32_t* x, int32_t* y) const {
   const size_t row = static_cast<size_t>(block_) * sizeof(int32_t);
+  const uint64_t first = position + static_cast<uint64_t>(shard_rank_ * batch_);  // SetShard
   for (int64_t b = 0; b < batch_; ++b) {
-    const int32_t* window = tokens_.data() + WindowOffset(position + b);
+    const int32_t* window = tokens_.data() + WindowOffset(first + b);
     std::memcpy(x + b * block_, window, row);
     std::memcpy(y + b * block_, window + 1, row);
   }
@@ -112,14 +113,21 @@ std::pair<Tensor, Tensor> BatchSampler::Next() {
     Tensor x = Tensor::Empty({batch_, block_}, opt);  // (B, T)
     Tensor y = Tensor::Empty({batch_, block_}, opt);  // (B, T)
     FillWindows(position_, x.data_ptr<int32_t>(), y.data_ptr<int32_t>());
-    position_ += batch_;
+    position_ += batch_ * shard_world_;
     return {x, y};
   }
   if (!pending_.x.defined() || pending_.position != position_) pending_ = Stage(position_);
   Staged current = std::move(pending_);
-  position_ += batch_;
+  position_ += batch_ * shard_world_;
   pending_ = Stage(position_);  // prefetch: on its way while the caller computes
   return {current.x, current.y};
+}
+
+void BatchSampler::SetShard(int64_t rank, int64_t world) {
+  ZERO_CHECK(world >= 1 && rank >= 0 && rank < world, "BatchSampler::SetShard: expected 0 <= rank "
+             "< world, got rank ", rank, " of world ", world);
+  shard_rank_ = rank, shard_world_ = world;
+  pending_ = Staged{};  // a prefetched batch holds the old shard's rows
 }
 
 void BatchSampler::SetPosition(uint64_t position) {

@@ -34,9 +34,18 @@ class BatchSampler {
   BatchSampler& operator=(BatchSampler&& other) noexcept;
 
   /// The next batch: x, y I32 [batch, block] on the sampler's device, y[b][t] = x[b][t+1]
-  /// within each window. Advances `position()` by `batch`. On CUDA it also starts copying
-  /// the batch after it, so the next call finds it already on its way.
+  /// within each window. Advances `position()` by `batch` (by `batch * world` when
+  /// sharded). On CUDA it also starts copying the batch after it, so the next call finds
+  /// it already on its way.
   std::pair<Tensor, Tensor> Next();
+
+  /// Makes this sampler rank `rank`'s shard of `world` samplers with the same seed: each
+  /// `Next()` returns rows [rank * batch, (rank + 1) * batch) of the batch of `world *
+  /// batch` windows that an unsharded sampler would draw at the same position, and
+  /// advances past the whole of it. So `world` ranks with batch B together see exactly
+  /// the batches of one sampler with batch world * B (data-parallel training).
+  /// @throws zero::Error unless 0 <= rank < world.
+  void SetShard(int64_t rank, int64_t world);
 
   /// The seed of the offset stream.
   uint64_t seed() const { return seed_; }
@@ -67,6 +76,7 @@ class BatchSampler {
   std::vector<int32_t> tokens_;
   int64_t batch_ = 0, block_ = 0;
   uint64_t seed_ = 0, position_ = 0;
+  int64_t shard_rank_ = 0, shard_world_ = 1;  // SetShard
   Device device_;
   struct StagingSlot;                        // pinned x and y buffers + an event
   std::unique_ptr<StagingSlot> staging_[2];  // CUDA only: alternating slots

@@ -9,6 +9,7 @@
 
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/profiler.h"
+#include "zero/dist/data_parallel.h"
 #include "zero/optim/grad_clip.h"
 #include "zero/optim/lr_schedule.h"
 
@@ -61,7 +62,11 @@ StepResult Trainer::Step() {
     std::tie(x, y) = train_sampler_->Next();  // (B, T) each
   }
   const Tensor loss = model_->Loss(x, y);  // ()
-  loss.Backward();
+  if (data_parallel_) {
+    data_parallel_->Backward(loss);  // gradients averaged over ranks (distributed.h)
+  } else {
+    loss.Backward();
+  }
   {
     profiler::Scope scope("clip_grad_norm");
     r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
@@ -75,7 +80,8 @@ StepResult Trainer::Step() {
     optimizer_->Step();
   }
   optimizer_->ZeroGrad();
-  r.loss = loss.Item();  // the one device -> host copy of the step
+  // The one device -> host copy of the step (the mean over ranks when data-parallel).
+  r.loss = data_parallel_ ? data_parallel_->AverageOverRanks(loss) : loss.Item();
   ++step_;
   r.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -97,12 +103,15 @@ float Trainer::Evaluate(int64_t iters) {
   nn::EvalGuard eval(*model_);
   NoGradGuard no_grad;
   val_sampler_->SetPosition(0);
+  // Data-parallel, rank 0 evaluates alone: N batches of B rows for each global batch of
+  // N*B rows, the very windows that one GPU with batch N*B evaluates (distributed.h).
+  const int64_t batches = iters * (data_parallel_ ? data_parallel_->communicator().world() : 1);
   double total = 0;
-  for (int64_t i = 0; i < iters; ++i) {
+  for (int64_t i = 0; i < batches; ++i) {
     auto [x, y] = val_sampler_->Next();  // (B, T) each
     total += model_->Loss(x, y).Item();
   }
-  return static_cast<float>(total / static_cast<double>(iters));
+  return static_cast<float>(total / static_cast<double>(batches));
 }
 
 bool Trainer::RecordValLoss(float loss) {
@@ -126,7 +135,10 @@ TrainerState Trainer::State() {
   return s;
 }
 
-void Trainer::Save(const std::string& dir) { save_checkpoint(dir, *model_, *optimizer_, State()); }
+void Trainer::Save(const std::string& dir) {
+  if (data_parallel_ && data_parallel_->communicator().rank() != 0) return;  // rank 0 writes
+  save_checkpoint(dir, *model_, *optimizer_, State());
+}
 
 void Trainer::Resume(const std::string& dir) {
   TrainerState s;

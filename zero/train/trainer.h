@@ -18,10 +18,16 @@
 
 #include "zero/autograd/profiler.h"
 #include "zero/data/batch_sampler.h"
+#include "zero/dist/grad_buckets.h"
 #include "zero/nn/gpt.h"
 #include "zero/optim/adamw.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/config.h"
+
+namespace zero::dist {
+class Communicator;
+class DataParallel;
+}  // namespace zero::dist
 
 namespace zero::train {
 
@@ -63,12 +69,14 @@ class Trainer {
   Profile ProfileSteps(int64_t steps);
 
   /// Mean loss over `iters` batches of the validation split (the same batches on every
-  /// call), in evaluation mode without recording gradients.
+  /// call), in evaluation mode without recording gradients. Data-parallel, a batch means
+  /// the global batch of world * batch_size rows, evaluated by this rank alone.
   float Evaluate(int64_t iters);
 
   /// The state to save now: step, RNG positions, config, paths, best val loss.
   TrainerState State();
-  /// Writes a checkpoint of the whole run to `dir` (checkpoint.h).
+  /// Writes a checkpoint of the whole run to `dir` (checkpoint.h). On a data-parallel
+  /// rank other than 0 it does nothing: rank 0 writes for all.
   void Save(const std::string& dir);
   /// Continues a run saved by `Save`: weights, moments, step, best val loss, and the
   /// dropout and sampler positions. The model shape must match; the hyper-parameters
@@ -93,6 +101,15 @@ class Trainer {
   float best_val_loss() const { return best_val_loss_; }
   /// Records a validation loss; returns true when it is a new best.
   bool RecordValLoss(float loss);
+  /// Makes this trainer one rank of data-parallel training over `comm`: its batches become
+  /// rank `comm->rank()`'s shard (BatchSampler::SetShard), gradients are averaged over
+  /// ranks during backward (dist::DataParallel) and the reported loss is the ranks'
+  /// mean. Overwrites the weights with rank 0's. Call it after `Resume`/`LoadWeights`.
+  /// Defined in distributed.cpp. @throws zero::Error if `comm` is on another device.
+  void EnableDataParallel(std::shared_ptr<dist::Communicator> comm,
+                          size_t bucket_cap_bytes = dist::GradBuckets::kDefaultCapBytes);
+  /// The data-parallel machinery, or null for a single-process run.
+  dist::DataParallel* data_parallel() const { return data_parallel_.get(); }
   /// Sets the metrics log path recorded in checkpoints.
   void set_metrics_path(const std::string& path) { metrics_path_ = path; }
 
@@ -105,6 +122,7 @@ class Trainer {
   std::unique_ptr<data::BatchSampler> train_sampler_;
   std::unique_ptr<data::BatchSampler> val_sampler_;
   std::vector<Tensor> params_;
+  std::shared_ptr<dist::DataParallel> data_parallel_;  // EnableDataParallel
   int64_t step_ = 0;
   int64_t skipped_ = 0;
   float best_val_loss_;
