@@ -1,11 +1,14 @@
 // Tests of DataParallel (dist/data_parallel.h) on one GPU, a group of one: averaging over
 // one rank is the identity, so after DataParallel::Backward every gradient must equal the
-// plain Backward's exactly. With a small bucket cap the GPT's gradients travel in many
+// plain Backward's (to rounding: the embedding backward's atomic adds run in a varying
+// order). With a small bucket cap the GPT's gradients travel in many
 // buckets, so the copies into and out of the flat buffers, the hook order (the tied
 // embedding finishes last) and the side-stream events are all exercised.
 #include "zero/dist/data_parallel.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "tests/support/test_support.h"
 #include "zero/nn/gpt.h"
@@ -43,8 +46,11 @@ TEST_F(DataParallelCudaTest, SizeOneGradientsEqualPlainBackwardCuda) {
     for (const auto& [name, p] : model.NamedParameters()) {
       ASSERT_TRUE(p.Grad().defined()) << name;
       const std::vector<float> got = p.Grad().ToVector<float>();
+      // Not bit for bit: the embedding backward adds with atomics, in a varying order.
       for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_EQ(got[i], (step + 1) * expected[k][i]) << name << "[" << i << "] step " << step;
+        const float want = (step + 1) * expected[k][i];
+        ASSERT_NEAR(got[i], want, 1e-5f * std::fabs(want) + 1e-7f)
+            << name << "[" << i << "] step " << step;
       }
       ++k;
     }

@@ -20,38 +20,49 @@ using namespace cuda::flash;
 template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
     In q, In k, In v, Out out, float* lse, int H, int Tq, int Tk, int D, float scale,
-    bool causal, AttentionDropout drop) {
+    bool causal, bool async, AttentionDropout drop) {
   extern __shared__ float smem[];
-  float* qs = smem;                  // (64, kD + 4)
-  float* ks = qs + kTile * kLd<kD>;  // (64, kD + 4)
-  float* vs = ks + kTile * kLd<kD>;  // (64, kD + 4)
+  // qs (64, kD + 4), then the key tiles ks(0), ks(1) and the value tiles vs(0), vs(1):
+  // one of each pair in use, the other loading.
+  constexpr int kSize = kTile * kLd<kD>;
+  float* qs = smem;
+  const auto ks = [&](int b) { return smem + (1 + b) * kSize; };
+  const auto vs = [&](int b) { return smem + (3 + b) * kSize; };
   const int64_t bh = blockIdx.x;
   const int q0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};  // this thread's two queries
   const float* kp = k.slice(bh, H);
   const float* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async);
+  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async);
+  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async);
+  commit_tiles();
 
   float o[kD / 8][4] = {};  // 16 x kD: columns 8n.. in o[n]
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   // Keys past the tile's last query are masked for every row: skip them.
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
-  for (int k0 = 0; k0 < k_end; k0 += kTile) {
-    __syncthreads();  // every warp is done with the previous ks, vs
-    load_tile<kD>(ks, kp, k.row, k0, Tk, D);
-    load_tile<kD>(vs, vp, v.row, k0, Tk, D);
+  for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
+    // Start loading the next tile into the other buffer, then wait for this one.
+    if (k0 + kTile < k_end) {
+      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async);
+      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async);
+    }
+    commit_tiles();
+    wait_tiles<1>();
     __syncthreads();
     float s[kSteps][4] = {};  // 16 x 64 scores: keys k0 + 8j.. in s[j]
 #pragma unroll
     for (int kk = 0; kk < kD; kk += 8) {
       float a[4];
       a_rows<kD>(a, qs, r0, kk);
+      const Tf32<kExact, 4> fa = split<kExact>(a);
 #pragma unroll
       for (int j = 0; j < kSteps; ++j) {
         float b[2];
-        b_cols<kD>(b, ks, 8 * j, kk);
-        mma<kExact>(s[j], a, b);
+        b_cols<kD>(b, ks(buf), 8 * j, kk);
+        mma<kExact>(s[j], fa, split<kExact>(b));
       }
     }
     // Online softmax of each of the thread's two rows (x = 0: row g, x = 1: row g + 8);
@@ -98,13 +109,15 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
     for (int j = 0; j < kSteps; ++j) {
       float a[4];
       acc_as_a(a, s[j]);
+      const Tf32<kExact, 4> fa = split<kExact>(a);
 #pragma unroll
       for (int n = 0; n < kD / 8; ++n) {
         float b[2];
-        b_rows<kD>(b, vs, 8 * j, 8 * n);
-        mma<kExact>(o[n], a, b);
+        b_rows<kD>(b, vs(buf), 8 * j, 8 * n);
+        mma<kExact>(o[n], fa, split<kExact>(b));
       }
     }
+    __syncthreads();  // every warp is done with ks(buf), vs(buf): the next load may reuse them
   }
   float* op = out.slice(bh, H);
 #pragma unroll
@@ -132,13 +145,13 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   const int H = static_cast<int>(q.size(1));
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
-  const size_t smem = smem_bytes<kD>(3, 0);
+  const size_t smem = smem_bytes<kD>(5, 0);
   ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD, kExact>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));
   attention_forward_kernel<kD, kExact><<<grid, kThreads, smem, cuda::current_stream()>>>(
       in_view(q), in_view(k), in_view(v), out_view(out), lse.data_ptr<float>(), H, Tq, Tk, D,
-      1.0f / std::sqrt(static_cast<float>(D)), causal, drop);
+      1.0f / std::sqrt(static_cast<float>(D)), causal, async_ok(D, {&q, &k, &v}), drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 

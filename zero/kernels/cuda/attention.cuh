@@ -63,6 +63,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "zero/kernels/attention_dropout.h"
@@ -107,23 +108,34 @@ __device__ inline void mma_tf32(float c[4], const uint32_t a[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// An operand of N registers rounded to TF32 and, in exact mode, the TF32 rounding of
+// what that left out (x = big + small). Made once per fragment and reused by every
+// product the fragment takes part in.
+template <bool kExact, int N>
+struct Tf32 {
+  uint32_t big[N];
+  uint32_t small[kExact ? N : 1];
+};
+
+template <bool kExact, int N>
+__device__ inline Tf32<kExact, N> split(const float (&x)[N]) {
+  Tf32<kExact, N> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    r.big[i] = to_tf32(x[i]);
+    if constexpr (kExact) r.small[i] = to_tf32(x[i] - __uint_as_float(r.big[i]));
+  }
+  return r;
+}
+
 // c += a b for one 16 x 8 x 8 step, a and b in the register layouts above.
 template <bool kExact>
-__device__ inline void mma(float c[4], const float a[4], const float b[2]) {
-  uint32_t a_big[4], b_big[2];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) a_big[i] = to_tf32(a[i]);
-  b_big[0] = to_tf32(b[0]), b_big[1] = to_tf32(b[1]);
+__device__ inline void mma(float c[4], const Tf32<kExact, 4>& a, const Tf32<kExact, 2>& b) {
   if constexpr (kExact) {
-    uint32_t a_small[4], b_small[2];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) a_small[i] = to_tf32(a[i] - __uint_as_float(a_big[i]));
-    b_small[0] = to_tf32(b[0] - __uint_as_float(b_big[0]));
-    b_small[1] = to_tf32(b[1] - __uint_as_float(b_big[1]));
-    mma_tf32(c, a_small, b_big);  // the small terms first: less of them is lost
-    mma_tf32(c, a_big, b_small);
+    mma_tf32(c, a.small, b.big);  // the small terms first: less of them is lost
+    mma_tf32(c, a.big, b.small);
   }
-  mma_tf32(c, a_big, b_big);
+  mma_tf32(c, a.big, b.big);
 }
 
 // The A operand of rows [r0, r0 + 16), columns [k0, k0 + 8) of a shared tile.
@@ -162,15 +174,43 @@ __device__ inline void acc_as_a(float a[4], const float c[4]) {
 // ---------------------------------------------------------------------------------
 // Tiles and masks
 
-// Copies rows [row0, row0 + 64) of a [rows, D] matrix whose rows are `ld` floats apart
-// into a shared tile, with zeros past the last row and past column D.
+// Starts copying rows [row0, row0 + 64) of a [rows, D] matrix whose rows are `ld`
+// floats apart into a shared tile, with zeros past the last row and past column D.
+//
+// With `async` (the caller checked that D, ld and the matrix start are multiples of 4
+// floats, 16 bytes) each thread issues 16-byte cp.async copies, which run while the
+// block computes on the tile before; `wait_tiles` makes them visible. Otherwise the
+// threads copy float by float and the tile is ready when this returns. Both paths
+// leave the same tile, so the kernels are written once for either.
 template <int kD>
 __device__ inline void load_tile(float* tile, const float* src, int64_t ld, int row0, int rows,
-                                 int D) {
+                                 int D, bool async) {
+  if (async) {
+    for (int c = threadIdx.x; c < kTile * kD / 4; c += kThreads) {
+      const int r = c / (kD / 4), d = c % (kD / 4) * 4;
+      const bool inside = row0 + r < rows && d < D;
+      const float* from = inside ? src + (row0 + r) * ld + d : src;
+      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(tile + r * kLd<kD> + d));
+      // A source size of 0 copies nothing and fills the 16 bytes with zeros.
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
+                   "r"(inside ? 16 : 0));
+    }
+    return;
+  }
   for (int e = threadIdx.x; e < kTile * kD; e += kThreads) {
     const int r = e / kD, d = e % kD;
     tile[r * kLd<kD> + d] = row0 + r < rows && d < D ? src[(row0 + r) * ld + d] : 0.0f;
   }
+}
+
+// Closes the group of copies issued since the last call (cp.async.commit_group).
+__device__ inline void commit_tiles() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most `kPending` groups of this thread's copies are still in flight;
+// a __syncthreads() after it makes every thread's copies visible to the block.
+template <int kPending>
+__device__ inline void wait_tiles() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 // Writes a warp's 16 x kD accumulators acc[n] (columns 8n..) times `scale` to rows
@@ -198,6 +238,18 @@ __device__ inline bool visible(int i, int j, int Tq, int Tk, bool causal) {
 // Launch arithmetic
 
 inline int tiles(int64_t rows) { return static_cast<int>((rows + kTile - 1) / kTile); }
+
+// Whether the tiles of these operands can be copied 16 bytes at a time (load_tile).
+inline bool async_ok(int64_t D, std::initializer_list<const Tensor*> operands) {
+  if (D % 4 != 0) return false;
+  for (const Tensor* t : operands) {
+    if (reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
+    for (int d = 0; d < 3; ++d) {
+      if (t->stride(d) % 4 != 0) return false;
+    }
+  }
+  return true;
+}
 
 // The HeadView of a [B, H, T, D] tensor whose D stride is 1 (checked by the dispatch).
 inline In in_view(const Tensor& t) {

@@ -44,13 +44,14 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* 
     float fa[4], fc[4];
     a_rows<kD>(fa, a, r0, kk);
     a_rows<kD>(fc, c, r0, kk);
+    const Tf32<kExact, 4> ta = split<kExact>(fa), tc = split<kExact>(fc);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
       float fb[2], fd[2];
       b_cols<kD>(fb, b, 8 * j, kk);
       b_cols<kD>(fd, dd, 8 * j, kk);
-      mma<kExact>(s[j], fa, fb);
-      mma<kExact>(d[j], fc, fd);
+      mma<kExact>(s[j], ta, split<kExact>(fb));
+      mma<kExact>(d[j], tc, split<kExact>(fd));
     }
   }
 }
@@ -62,11 +63,12 @@ __device__ void times_tile(float acc[kD / 8][4], const float p[kSteps][4], const
   for (int j = 0; j < kSteps; ++j) {
     float a[4];
     acc_as_a(a, p[j]);
+    const Tf32<kExact, 4> ta = split<kExact>(a);
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {
       float fb[2];
       b_rows<kD>(fb, b, 8 * j, 8 * n);
-      mma<kExact>(acc[n], a, fb);
+      mma<kExact>(acc[n], ta, split<kExact>(fb));
     }
   }
 }
@@ -74,51 +76,65 @@ __device__ void times_tile(float acc[kD / 8][4], const float p[kSteps][4], const
 template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_k,
-    Out grad_v, int H, int Tq, int Tk, int D, float scale, bool causal, AttentionDropout drop) {
+    Out grad_v, int H, int Tq, int Tk, int D, float scale, bool causal, bool async,
+    AttentionDropout drop) {
   extern __shared__ float smem[];
-  float* ks = smem;                    // (64, kD + 4) resident
-  float* vs = ks + kTile * kLd<kD>;    // (64, kD + 4) resident
-  float* qs = vs + kTile * kLd<kD>;    // (64, kD + 4)
-  float* dos = qs + kTile * kLd<kD>;   // (64, kD + 4)
-  float* lse_s = dos + kTile * kLd<kD>;  // (64)
-  float* delta_s = lse_s + kTile;      // (64)
+  // ks, vs (64, kD + 4) resident; then two sets of qs, dos (64, kD + 4) and lse, delta
+  // (64) for the query tiles: one in use, the other loading.
+  constexpr int kSize = kTile * kLd<kD>;
+  float* ks = smem;
+  float* vs = smem + kSize;
+  const auto qs = [&](int b) { return smem + (2 + b) * kSize; };
+  const auto dos = [&](int b) { return smem + (4 + b) * kSize; };
+  const auto lse_s = [&](int b) { return smem + 6 * kSize + b * 2 * kTile; };
+  const auto delta_s = [&](int b) { return smem + 6 * kSize + b * 2 * kTile + kTile; };
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const float* qp = q.slice(bh, H);
   const float* gp = grad_out.slice(bh, H);
   lse += bh * Tq, delta += bh * Tq;
-  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D);
-  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D);
-  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
   // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask.
   const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) : 0;
-  for (int q0 = q_begin; q0 < Tq; q0 += kTile) {
-    __syncthreads();  // every warp is done with the previous qs, dos
-    load_tile<kD>(qs, qp, q.row, q0, Tq, D);
-    load_tile<kD>(dos, gp, grad_out.row, q0, Tq, D);
+  // Loads query tile q0 into buffer b: Q and dO rows, and their lse and delta.
+  const auto load_queries = [&](int q0, int b) {
+    load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, async);
+    load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, async);
     if (threadIdx.x < kTile) {
       const int i = q0 + threadIdx.x;
-      lse_s[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
-      delta_s[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
+      lse_s(b)[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
+      delta_s(b)[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
     }
+  };
+  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D, async);
+  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D, async);
+  if (q_begin < Tq) load_queries(q_begin, 0);
+  commit_tiles();
+  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  for (int q0 = q_begin, buf = 0; q0 < Tq; q0 += kTile, buf ^= 1) {
+    if (q0 + kTile < Tq) load_queries(q0 + kTile, buf ^ 1);
+    commit_tiles();
+    wait_tiles<1>();
     __syncthreads();
     float st[kSteps][4] = {}, dpt[kSteps][4] = {};  // S^T = K Q^T, dP^T = V dO^T
-    two_scores<kD, kExact>(st, dpt, ks, qs, vs, dos, r0);
+    two_scores<kD, kExact>(st, dpt, ks, qs(buf), vs, dos(buf), r0);
+    const float* lse_b = lse_s(buf);
+    const float* delta_b = delta_s(buf);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int key = k0 + r0 + g + 8 * (e / 2), c = 8 * j + 2 * t + e % 2, i = q0 + c;
         const bool seen = visible(i, key, Tq, Tk, causal);
-        const float p = seen ? __expf(st[j][e] * scale - lse_s[c]) : 0.0f;
+        const float p = seen ? __expf(st[j][e] * scale - lse_b[c]) : 0.0f;
         const float f = seen ? drop.factor(bh * Tq + i, key, Tk) : 1.0f;
         st[j][e] = p * f;                                // Z^T
-        dpt[j][e] = p * (dpt[j][e] * f - delta_s[c]);    // dS^T
+        dpt[j][e] = p * (dpt[j][e] * f - delta_b[c]);    // dS^T
       }
     }
-    times_tile<kD, kExact>(dv, st, dos);   // dV += Z^T dO
-    times_tile<kD, kExact>(dk, dpt, qs);   // dK += dS^T Q
+    times_tile<kD, kExact>(dv, st, dos(buf));   // dV += Z^T dO
+    times_tile<kD, kExact>(dk, dpt, qs(buf));   // dK += dS^T Q
+    __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
   }
   store_acc<kD>(grad_k.slice(bh, H), grad_k.row, dk, scale, k0 + r0, Tk, D);
   store_acc<kD>(grad_v.slice(bh, H), grad_v.row, dv, 1.0f, k0 + r0, Tk, D);
@@ -127,19 +143,25 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
 template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
     In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_q, int H,
-    int Tq, int Tk, int D, float scale, bool causal, AttentionDropout drop) {
+    int Tq, int Tk, int D, float scale, bool causal, bool async, AttentionDropout drop) {
   extern __shared__ float smem[];
-  float* qs = smem;                    // (64, kD + 4) resident
-  float* dos = qs + kTile * kLd<kD>;   // (64, kD + 4) resident
-  float* ks = dos + kTile * kLd<kD>;   // (64, kD + 4)
-  float* vs = ks + kTile * kLd<kD>;    // (64, kD + 4)
+  // qs, dos (64, kD + 4) resident; then two sets of ks, vs (64, kD + 4): one in use,
+  // the other loading.
+  constexpr int kSize = kTile * kLd<kD>;
+  float* qs = smem;
+  float* dos = smem + kSize;
+  const auto ks = [&](int b) { return smem + (2 + b) * kSize; };
+  const auto vs = [&](int b) { return smem + (4 + b) * kSize; };
   const int64_t bh = blockIdx.x;
   const int q0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const float* kp = k.slice(bh, H);
   const float* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D);
-  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async);
+  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D, async);
+  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async);
+  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async);
+  commit_tiles();
   const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};  // this thread's two queries
   float row_lse[2], row_delta[2];
   for (int x = 0; x < 2; ++x) {
@@ -148,13 +170,16 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
   }
   float dq[kD / 8][4] = {};
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
-  for (int k0 = 0; k0 < k_end; k0 += kTile) {
-    __syncthreads();  // every warp is done with the previous ks, vs
-    load_tile<kD>(ks, kp, k.row, k0, Tk, D);
-    load_tile<kD>(vs, vp, v.row, k0, Tk, D);
+  for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
+    if (k0 + kTile < k_end) {
+      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async);
+      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async);
+    }
+    commit_tiles();
+    wait_tiles<1>();
     __syncthreads();
     float s[kSteps][4] = {}, dp[kSteps][4] = {};  // S = Q K^T, dP = dO V^T
-    two_scores<kD, kExact>(s, dp, qs, ks, dos, vs, r0);
+    two_scores<kD, kExact>(s, dp, qs, ks(buf), dos, vs(buf), r0);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
 #pragma unroll
@@ -166,7 +191,8 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
         s[j][e] = p * (dp[j][e] * f - row_delta[x]);  // dS
       }
     }
-    times_tile<kD, kExact>(dq, s, ks);  // dQ += dS K
+    times_tile<kD, kExact>(dq, s, ks(buf));  // dQ += dS K
+    __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
   }
   store_acc<kD>(grad_q.slice(bh, H), grad_q.row, dq, scale, q0 + r0, Tq, D);
 }
@@ -197,23 +223,24 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
         in_view(grad_out), in_view(out), delta.data_ptr<float>(), bh * Tq, H, Tq, D);
     ZERO_CUDA_LAUNCH_CHECK();
   }
-  const size_t smem_kv = smem_bytes<kD>(4, 2);
+  const bool async = async_ok(D, {&q, &k, &v, &grad_out});
+  const size_t smem_kv = smem_bytes<kD>(6, 4);
   allow_smem(attention_backward_dkdv_kernel<kD, kExact>, smem_kv);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
   attention_backward_dkdv_kernel<kD, kExact>
       <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
           in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
           delta.data_ptr<float>(), out_view(grad_k), out_view(grad_v), H, Tq, Tk, D, scale,
-          causal, drop);
+          causal, async, drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
-  const size_t smem_q = smem_bytes<kD>(4, 0);
+  const size_t smem_q = smem_bytes<kD>(6, 0);
   allow_smem(attention_backward_dq_kernel<kD, kExact>, smem_q);
   const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
   attention_backward_dq_kernel<kD, kExact>
       <<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
           in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
-          delta.data_ptr<float>(), out_view(grad_q), H, Tq, Tk, D, scale, causal, drop);
+          delta.data_ptr<float>(), out_view(grad_q), H, Tq, Tk, D, scale, causal, async, drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
