@@ -11,6 +11,9 @@
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
@@ -34,6 +37,68 @@ struct Preference {
 };
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Note [Choosing a GEMM algorithm]
+// cuBLASLt's heuristic ranks its kernels for a shape without running them, and for the
+// weight gradient of a Linear layer, g^T x with a long reduction (k = B*T rows) and a
+// small [out, in] output, its first choice can leave most of the GPU idle. So the first
+// call of each shape (sizes, transposes, epilogue, precision mode) runs the heuristic's
+// top kCandidates once each, timed with CUDA events, and remembers the fastest; every
+// later call of that shape uses it directly. The price is one host synchronisation per
+// shape, in the first training step.
+constexpr int kCandidates = 8;
+
+struct AlgoKey {
+  int device;
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  int epilogue, compute;
+  bool operator<(const AlgoKey& o) const {
+    return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute) <
+           std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n, o.k, o.epilogue, o.compute);
+  }
+};
+
+std::mutex g_tuned_mutex;
+std::map<AlgoKey, cublasLtMatmulAlgo_t>& tuned() {
+  static std::map<AlgoKey, cublasLtMatmulAlgo_t> algos;
+  return algos;
+}
+
+// The remembered algorithm of `key`, or null on its first call.
+const cublasLtMatmulAlgo_t* tuned_algo(const AlgoKey& key) {
+  std::lock_guard<std::mutex> lock(g_tuned_mutex);
+  auto it = tuned().find(key);
+  return it == tuned().end() ? nullptr : &it->second;
+}
+
+// Times each candidate with `run` (a warm-up call, then one timed call) and remembers the
+// fastest that succeeds; null if none does.
+template <typename Run>
+const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
+                                             const cublasLtMatmulHeuristicResult_t* candidates,
+                                             int count, const Run& run) {
+  cudaEvent_t start, stop;
+  ZERO_CUDA_CHECK(cudaEventCreate(&start));
+  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
+  int best = -1;
+  float best_ms = 0.0f;
+  for (int i = 0; i < count; ++i) {
+    if (run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
+    ZERO_CUDA_CHECK(cudaEventRecord(start, cuda::current_stream()));
+    if (run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
+    ZERO_CUDA_CHECK(cudaEventRecord(stop, cuda::current_stream()));
+    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+  }
+  ZERO_CUDA_CHECK(cudaEventDestroy(start));
+  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
+  if (best < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g_tuned_mutex);
+  return &(tuned()[key] = candidates[best].algo);  // std::map nodes never move
+}
 
 // Column-major D (m x n, ld m) = op(A) op(B) with `epilogue` reading or writing
 // `bias`. A is stored m x k (or k x m when trans_a), B k x n (or n x k when trans_b),
@@ -69,19 +134,30 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
   ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref,
                                                          CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                          &workspace_bytes, sizeof(workspace_bytes)));
-  cublasLtMatmulHeuristicResult_t heuristic = {};
-  int found = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(handle, op.desc, la.layout, lb.layout, ld.layout, ld.layout,
-                                     pref.pref, 1, &heuristic, &found) != CUBLAS_STATUS_SUCCESS ||
-      found == 0) {
-    return false;
-  }
   const float alpha = 1.0f, beta = 0.0f;
+  const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(handle, op.desc, &alpha, A, la.layout, B, lb.layout, &beta, D,
+                          ld.layout, D, ld.layout, &algo, cuda::blas_workspace(device),
+                          workspace_bytes, cuda::current_stream());
+  };
+  const AlgoKey key{device, trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
+                    static_cast<int>(cuda::compute_type())};
+  const cublasLtMatmulAlgo_t* algo = tuned_algo(key);
+  if (algo == nullptr) {
+    cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
+    int found = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(handle, op.desc, la.layout, lb.layout, ld.layout,
+                                       ld.layout, pref.pref, kCandidates, candidates,
+                                       &found) != CUBLAS_STATUS_SUCCESS ||
+        found == 0) {
+      return false;
+    }
+    algo = remember_fastest(key, candidates, found, run);
+    if (algo == nullptr) return false;
+  }
   // A status other than success here is returned before anything runs, so the
   // caller can still fall back.
-  return cublasLtMatmul(handle, op.desc, &alpha, A, la.layout, B, lb.layout, &beta, D, ld.layout,
-                        D, ld.layout, &heuristic.algo, cuda::blas_workspace(device),
-                        workspace_bytes, cuda::current_stream()) == CUBLAS_STATUS_SUCCESS;
+  return run(*algo) == CUBLAS_STATUS_SUCCESS;
 }
 
 // A 2-d tensor viewed transposed / a contiguous tensor viewed with new sizes, without
