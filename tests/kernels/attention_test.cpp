@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/support/test_support.h"
+#include "zero/kernels/attention_dropout.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -17,6 +18,30 @@ using testing::expect_close;
 using testing::expect_error_mentions;
 
 class AttentionTest : public testing::DeviceTest {};
+
+// The CUDA kernels draw two neighbouring keys' dropout factors from one Philox block;
+// they must be exactly the factors drawn one at a time, wherever the pair falls in a
+// block (offsets 0..3 put the first word at each position) and with or without dropout.
+TEST(AttentionDropoutTest, FactorPairEqualsTwoFactors) {
+  for (float p : {0.0f, 0.2f, 0.5f}) {
+    for (uint64_t offset = 0; offset < 4; ++offset) {
+      const ops::AttentionDropout drop(p, 1234, offset);
+      int dropped = 0;
+      for (int64_t row = 0; row < 3; ++row) {
+        for (int64_t j = 0; j + 1 < 37; ++j) {
+          float f0 = -1.0f, f1 = -1.0f;
+          drop.factor_pair(row, j, 37, f0, f1);
+          ASSERT_EQ(f0, drop.factor(row, j, 37)) << "p " << p << " offset " << offset;
+          ASSERT_EQ(f1, drop.factor(row, j + 1, 37)) << "p " << p << " offset " << offset;
+          dropped += f0 == 0.0f;
+        }
+      }
+      if (p > 0.0f) {
+        EXPECT_GT(dropped, 0) << "p " << p;  // the masks are not all ones
+      }
+    }
+  }
+}
 
 TEST_P(AttentionTest, ForwardMatchesNaiveDoubleLoopAndSavesLogSumExp) {
   // One (b, h) slice; Tq < Tk with the causal mask aligned to the end, T past one

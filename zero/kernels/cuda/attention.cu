@@ -89,12 +89,13 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < kSteps; ++j) {
+        float f[2];  // the thread's two keys of this step are neighbours: one Philox block
+        drop.factor_pair(bh * Tq + rows[x], k0 + 8 * j + 2 * t, Tk, f[0], f[1]);
 #pragma unroll
         for (int e = 2 * x; e < 2 * x + 2; ++e) {
           const float p = __expf(s[j][e] - m_use);
           sum += p;
-          // V is multiplied by the dropped P; the softmax sum takes the undropped P.
-          s[j][e] = p * drop.factor(bh * Tq + rows[x], k0 + 8 * j + 2 * t + e % 2, Tk);
+          s[j][e] = p * f[e % 2];  // V meets the dropped P; the sum takes the undropped P
         }
       }
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);

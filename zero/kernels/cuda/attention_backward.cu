@@ -183,12 +183,16 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int x = e / 2, key = k0 + 8 * j + 2 * t + e % 2;
-        const bool seen = visible(rows[x], key, Tq, Tk, causal);
-        const float p = seen ? __expf(s[j][e] * scale - row_lse[x]) : 0.0f;
-        const float f = seen ? drop.factor(bh * Tq + rows[x], key, Tk) : 1.0f;
-        s[j][e] = p * (dp[j][e] * f - row_delta[x]);  // dS
+      for (int x = 0; x < 2; ++x) {
+        float f[2];  // the thread's two keys of this step are neighbours: one Philox block
+        drop.factor_pair(bh * Tq + rows[x], k0 + 8 * j + 2 * t, Tk, f[0], f[1]);
+#pragma unroll
+        for (int e = 2 * x; e < 2 * x + 2; ++e) {
+          const int key = k0 + 8 * j + 2 * t + e % 2;
+          const bool seen = visible(rows[x], key, Tq, Tk, causal);
+          const float p = seen ? __expf(s[j][e] * scale - row_lse[x]) : 0.0f;
+          s[j][e] = p * (dp[j][e] * (seen ? f[e % 2] : 1.0f) - row_delta[x]);  // dS
+        }
       }
     }
     times_tile<kD, kExact>(dq, s, ks(buf));  // dQ += dS K

@@ -84,6 +84,12 @@ struct UnaryGradF {
   }
 };
 
+// grad_x from (x, grad_y), for the ops whose derivative needs only x.
+struct UnaryGradFromX {
+  UnaryOp op;
+  __device__ float operator()(float x, float g) const { return UnaryGradF{op}(x, 0.0f, g); }
+};
+
 // ---------------------------------------------------------------- kernels
 
 // n/4 float4 groups, then the n%4 tail by the first threads.
@@ -215,6 +221,15 @@ void unary_backward_cuda(UnaryOp op, const Tensor& x, const Tensor& y, const Ten
   const int64_t n = x.numel();
   if (n == 0) return;
   cuda::set_device(x);
+  // GeLU, ReLU, log and negation need only x and grad_y: one stream of memory fewer.
+  const bool needs_y = op == UnaryOp::kExp || op == UnaryOp::kSqrt || op == UnaryOp::kTanh;
+  if (!needs_y && cuda::vec4_ok(x) && cuda::vec4_ok(grad_y) && cuda::vec4_ok(grad_x)) {
+    binary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<float>(), grad_y.data_ptr<float>(), grad_x.data_ptr<float>(), n,
+        UnaryGradFromX{op});
+    ZERO_CUDA_LAUNCH_CHECK();
+    return;
+  }
   if (cuda::vec4_ok(x) && cuda::vec4_ok(y) && cuda::vec4_ok(grad_y) && cuda::vec4_ok(grad_x)) {
     ternary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
         x.data_ptr<float>(), y.data_ptr<float>(), grad_y.data_ptr<float>(),

@@ -1,61 +1,67 @@
-// CUDA LayerNorm over the last dimension, one block per row. The forward saves
-// each row's mean and 1/std; the backward recomputes x-hat from them. grad_weight
-// and grad_bias are column sums over rows, done in chunks and then summed over the
-// chunks (no atomics: the result is the same on every run).
-#include "zero/kernels/cuda/block_reduce.cuh"
+// CUDA LayerNorm over the last dimension, one warp per row: a row of a GPT (a few
+// hundred to a few thousand floats) is too short to keep a block of threads busy, and a
+// warp sums it with shuffles alone, no shared memory and no __syncthreads. Each pass
+// over the row after the first reads it from L1. The forward saves each row's mean and
+// 1/std; the backward recomputes x-hat from them. grad_weight and grad_bias are column
+// sums over rows, done in chunks and then summed over the chunks (no atomics: the
+// result is the same on every run).
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
 namespace {
 
-using cuda::grid_for;
 using cuda::kBlock;
 
-constexpr int kRowThreads = 256;
+constexpr int kRowsPerBlock = kBlock / 32;  // one warp per row
 
-using cuda::grid_for;
-using cuda::kBlock;
-
-
+// Sum over the 32 lanes of a warp; every lane gets it.
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
 
 __global__ void layer_norm_forward_kernel(const float* x, const float* w, const float* b, float eps,
-                                          float* y, float* mean_out, float* rstd_out, int64_t C) {
-  __shared__ float scratch[2][32];
-  const float* row = x + blockIdx.x * C;
+                                          float* y, float* mean_out, float* rstd_out, int64_t N,
+                                          int64_t C) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
+  if (r >= N) return;  // a whole warp leaves together
+  const int lane = threadIdx.x % 32;
+  const float* row = x + r * C;
   float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) s += row[i];
-  const float mean = cuda::block_sum(s, scratch[0]) / C;
+  for (int64_t i = lane; i < C; i += 32) s += row[i];
+  const float mean = warp_sum(s) / C;
   float v = 0.0f;  // second pass over the (cached) row: no cancellation as in E[x^2]-E[x]^2
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+  for (int64_t i = lane; i < C; i += 32) {
     const float d = row[i] - mean;
     v += d * d;
   }
-  const float rstd = rsqrtf(cuda::block_sum(v, scratch[1]) / C + eps);
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-    y[blockIdx.x * C + i] = (row[i] - mean) * rstd * w[i] + b[i];
-  }
-  if (threadIdx.x == 0) {
-    mean_out[blockIdx.x] = mean;
-    rstd_out[blockIdx.x] = rstd;
+  const float rstd = rsqrtf(warp_sum(v) / C + eps);
+  for (int64_t i = lane; i < C; i += 32) y[r * C + i] = (row[i] - mean) * rstd * w[i] + b[i];
+  if (lane == 0) {
+    mean_out[r] = mean;
+    rstd_out[r] = rstd;
   }
 }
 
 // grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w.
 __global__ void layer_norm_grad_x_kernel(const float* g, const float* x, const float* w,
-                                         const float* mean, const float* rstd, float* gx, int64_t C) {
-  __shared__ float scratch[2][32];
-  const int64_t base = blockIdx.x * C;
-  const float mu = mean[blockIdx.x], rs = rstd[blockIdx.x];
+                                         const float* mean, const float* rstd, float* gx, int64_t N,
+                                         int64_t C) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
+  if (r >= N) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t base = r * C;
+  const float mu = mean[r], rs = rstd[r];
   float s1 = 0.0f, s2 = 0.0f;
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+  for (int64_t i = lane; i < C; i += 32) {
     const float dxhat = g[base + i] * w[i];
     s1 += dxhat;
     s2 += dxhat * (x[base + i] - mu) * rs;
   }
-  s1 = cuda::block_sum(s1, scratch[0]) / C;
-  s2 = cuda::block_sum(s2, scratch[1]) / C;
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+  s1 = warp_sum(s1) / C;
+  s2 = warp_sum(s2) / C;
+  for (int64_t i = lane; i < C; i += 32) {
     const float xhat = (x[base + i] - mu) * rs;
     gx[base + i] = rs * (g[base + i] * w[i] - s1 - xhat * s2);
   }
@@ -85,9 +91,10 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor
   const int64_t C = x.size(-1), N = x.numel() / C;
   if (N == 0) return;
   cuda::set_device(x);
-  layer_norm_forward_kernel<<<static_cast<unsigned>(N), kRowThreads, 0, cuda::current_stream()>>>(
+  const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
+  layer_norm_forward_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
       x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), eps,
-      y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), C);
+      y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), N, C);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -101,9 +108,10 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
     fill_cuda(grad_bias, 0.0f);
     return;
   }
-  layer_norm_grad_x_kernel<<<static_cast<unsigned>(N), kRowThreads, 0, cuda::current_stream()>>>(
+  const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
+  layer_norm_grad_x_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
       grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
-      mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(), C);
+      mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(), N, C);
   ZERO_CUDA_LAUNCH_CHECK();
   // Column sums in chunks of rows, then a deterministic sum over the chunks.
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(N / 32, 256));
