@@ -100,12 +100,7 @@ int main(int argc, char** argv) {
                 "%llu\n",
                 stats.peak_bytes / 1073741824.0, stats.reserved_bytes / 1073741824.0,
                 (unsigned long long)(stats.raw_allocs - mallocs_before));
-    if (profile > 0) {
-      const train::Trainer::Profile p = trainer.ProfileSteps(profile);
-      std::printf("\nwhere the time goes (%lld profiled steps, %.2f ms/step with the profiler on):\n%s",
-                  (long long)profile, p.total_ms / profile,
-                  profiler::format_table(p.rows, p.total_ms, profile).c_str());
-    }
+    if (profile > 0) std::printf("\n%s", trainer.ProfileSteps(profile).Table().c_str());
     if (json) {
       std::printf("{\"ms\": %.4f, \"tokens_per_s\": %.1f, \"peak_bytes\": %zu, \"flops\": %.6g, "
                   "\"mallocs\": %llu}\n",

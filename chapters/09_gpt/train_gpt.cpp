@@ -1,10 +1,9 @@
 // Chapter 09: train a character-level GPT and sample from it.
 //
 // Everything the earlier chapters built meets here: kernels, the allocator, autograd,
-// then zero/nn (the model), zero/optim (AdamW), zero/data (tokens and batches), zero/io
-// (safetensors) and zero/train (the loop, checkpoints, metrics, sampling). This file is
-// only the command line around zero::train::Trainer: pick the device and the preset,
-// prepare the data, run steps, evaluate, save, draw the loss curve, print samples.
+// zero/nn, optim, data, io and train. This file is only the command line around
+// zero::train::Trainer: pick the device and the preset, prepare the data, run steps,
+// evaluate, save, draw the loss curve, print samples.
 // With no flags it trains on the project's own text; --nproc N trains on N GPUs.
 // Read next: zero/train/trainer.h, zero/nn/gpt.h, the chapter README.
 #include <CLI/CLI.hpp>
@@ -44,7 +43,7 @@ struct RunOptions {
   std::string device = "auto", data, out_dir = "out/gpt", init_from, prompt = "\n";
   bool resume = false, quick = false;
   int64_t eval_every = 0, eval_iters = 0, sample_every = 0, log_every = 0, nproc = 1;
-  int64_t samples = 0, sample_tokens = 0, top_k = 200;
+  int64_t samples = 0, sample_tokens = 0, top_k = 200, profile = 0;
   float temperature = 0.8f;
   double peak_tflops = 0;
 };
@@ -144,6 +143,7 @@ int run(int argc, char** argv) {
   app.add_option("--top-k", o.top_k, "sample among the k most likely tokens (0: all)");
   app.add_option("--prompt", o.prompt, "text the samples continue");
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for MFU (0: don't report MFU)");
+  app.add_option("--profile", o.profile, "after 10 steps, time N steps op by op and print where");
   app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
   CLI11_PARSE(app, argc, argv);
   if (o.nproc > 1 && !dist.is_rank()) return train::launch_ranks(argc, argv, o.nproc, o.out_dir);
@@ -232,8 +232,7 @@ int run(int argc, char** argv) {
   };
   std::signal(SIGINT, on_sigint);
 
-  double ms_sum = 0;  // time of the steps since the last log line
-  int64_t ms_count = 0;
+  double ms_sum = 0, ms_count = 0;  // time and number of the steps since the last log line
   while (true) {
     const int64_t step = trainer.step();
     const bool last = step >= cfg.max_steps;
@@ -249,11 +248,12 @@ int run(int argc, char** argv) {
     if (o.sample_every > 0 && step > 0 && step % o.sample_every == 0 && !last) {
       print_samples(trainer.model(), tok, o, 1, sample_gen, sampler);
     }
-    if (last) {
-      if (val)
-        log.Write(
-            {step, NAN, val, 0, 0, 0, std::nullopt, memory.Stats().peak_bytes / 1073741824.0});
-      break;
+    const double peak_gib = memory.Stats().peak_bytes / 1073741824.0;
+    if (last && val) log.Write({step, NAN, val, 0, 0, 0, std::nullopt, peak_gib});
+    if (last) break;
+    if (o.profile > 0 && step == 10) {  // warmed up: where a step's time goes, op by op
+      std::cout << trainer.ProfileSteps(std::min(o.profile, cfg.max_steps - step)).Table();
+      continue;
     }
     const train::StepResult r = trainer.Step();
     if (r.skipped)
@@ -263,7 +263,7 @@ int run(int argc, char** argv) {
       train::StepMetrics rec;
       rec.step = step, rec.loss = r.loss, rec.val_loss = val, rec.lr = r.lr;
       rec.ms = ms_sum / ms_count, rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
-      rec.mem_gib = memory.Stats().peak_bytes / 1073741824.0;
+      rec.mem_gib = peak_gib;
       if (o.peak_tflops > 0) {
         rec.mfu =
             train::model_flops_utilization(flops_per_token, rec.tokens_per_s, o.peak_tflops * 1e12);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <tuple>
 
@@ -96,6 +97,15 @@ Trainer::Profile Trainer::ProfileSteps(int64_t steps) {
   for (int64_t i = 0; i < steps; ++i) p.total_ms += Step().ms;
   p.rows = profiler::Stop();
   return p;
+}
+
+std::string Trainer::Profile::Table() const {
+  char title[128];
+  std::snprintf(title, sizeof title,
+                "where a step's time goes (%lld steps profiled, %.2f ms/step with the "
+                "profiler on):\n",
+                static_cast<long long>(steps), steps > 0 ? total_ms / steps : 0.0);
+  return title + profiler::format_table(rows, total_ms, steps);
 }
 
 float Trainer::Evaluate(int64_t iters) {

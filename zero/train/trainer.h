@@ -63,6 +63,9 @@ class Trainer {
     std::vector<profiler::Row> rows;  ///< Per op and pass, longest first.
     double total_ms = 0;              ///< Wall time of the profiled steps together.
     int64_t steps = 0;                ///< How many steps were profiled.
+    /// A title line, then the rows as a table of per-step times and shares
+    /// (profiler::format_table).
+    std::string Table() const;
   };
   /// Runs `steps` ordinary training steps (they count and update the model) with the op
   /// profiler recording, and returns the breakdown.
