@@ -69,8 +69,8 @@ class OpAttention : public TensorOp {
 
 /// Causal `OpAttention` on the packed input {qkv [B, T, 3C]} (last dimension of stride
 /// 1) of a GPT block, giving y [B, T, C]: q, k and v are the column ranges [0, C),
-/// [C, 2C) and [2C, 3C) of qkv, each viewed as [B, H, T, D] (head h = columns h*D ..
-/// (h+1)*D of its range), and y holds the heads side by side. The kernels read and write
+/// [C, 2C) and [2C, 3C) of qkv, each viewed as [B, H, T, D] (head h is the h-th run of
+/// D columns of its range), and y holds the heads side by side. The kernels read and write
 /// these views in place (Note [Flash attention] in kernels/cuda/attention.cuh), so the
 /// split, the head transposes and the merge of the unpacked path copy nothing, and the
 /// backward writes dq, dk, dv into one [B, T, 3C] gradient instead of three zero-padded
