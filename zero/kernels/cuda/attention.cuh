@@ -20,7 +20,9 @@
 // exactly one writer block, so there are no atomics and results are deterministic;
 // the price is that dQ's kernel recomputes S and dP (two extra tile products). A warp's
 // 16 rows are all it needs for its softmax, so a row's maximum and sum are shuffles
-// between the 4 threads that hold it, never a trip through shared memory. Causal
+// between the 4 threads that hold it, never a trip through shared memory. The streamed
+// tiles are double-buffered: while the block computes on one, cp.async copies the next
+// into the other buffer (load_tile), so the loads overlap the arithmetic. Causal
 // masking skips whole key tiles past a query tile's last row; inside a tile masked
 // scores are -inf (probability 0).
 //
