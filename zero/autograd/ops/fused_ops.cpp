@@ -138,7 +138,7 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
 // differentiate (grad mode on and x or the weight requiring grad), the forward makes the
 // gradients for g = 1 while each chunk of logits is still in memory, and the backward
 // only scales them by g. Otherwise the backward would have to recompute every chunk of
-// logits: one more [N, C] x [C, V] GEMM, a sixth of GPT-2's step. llm.c's fused
+// logits: one more [N, C] x [C, V] GEMM, 12.5 ms (6%) of GPT-2's FP32 step. llm.c's fused
 // classifier makes the same trade.
 void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const Tensor& targets,
                                    const Tensor& loss, const Tensor& grad, Tensor& grad_x,
