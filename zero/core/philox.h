@@ -56,9 +56,15 @@ ZERO_HOST_DEVICE inline uint32_t philox_word(uint64_t seed, uint64_t index) {
   return philox4x32(index >> 2, seed).x[index & 3];
 }
 
+/// Uniform float in [0, 1) from the top 24 bits of a stream word: what `philox_uniform`
+/// returns, for callers that take several words from one `philox4x32` block.
+ZERO_HOST_DEVICE inline float philox_word_to_uniform(uint32_t word) {
+  return static_cast<float>(word >> 8) * (1.0f / 16777216.0f);
+}
+
 /// Uniform float in [0, 1) from the top 24 bits of stream word `index`.
 ZERO_HOST_DEVICE inline float philox_uniform(uint64_t seed, uint64_t index) {
-  return static_cast<float>(philox_word(seed, index) >> 8) * (1.0f / 16777216.0f);
+  return philox_word_to_uniform(philox_word(seed, index));
 }
 
 /// Standard normal from stream words `2*index` and `2*index + 1` (Box-Muller, cosine branch).

@@ -6,26 +6,11 @@
 #include <utility>
 
 #include "zero/core/cuda/cuda_check.cuh"
+#include "zero/core/cuda/device_guard.cuh"
 #include "zero/cuda/stream.h"
 
 namespace zero::cuda {
 namespace {
-
-// Makes `device` current and restores the previous GPU on scope exit, so creating a
-// stream for cuda:1 does not silently move later work of the caller to cuda:1.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    ZERO_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) ZERO_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() { cudaSetDevice(previous_); }  // a destructor must not throw
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 void check_device(int device) {
   const int count = cuda_device_count();

@@ -50,9 +50,9 @@ struct AttentionDropout {
   uint64_t offset;  ///< The call's first stream word; it uses B*H*Tq*Tk of them.
 
  private:
-  // The factor a stream word gives: philox_uniform's float compared with p.
+  // The factor a stream word gives: its uniform float compared with p.
   ZERO_HOST_DEVICE float from_word(uint32_t word) const {
-    return static_cast<float>(word >> 8) * (1.0f / 16777216.0f) >= p ? keep : 0.0f;
+    return philox_word_to_uniform(word) >= p ? keep : 0.0f;
   }
 };
 

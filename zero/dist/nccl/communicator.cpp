@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "zero/core/cuda/cuda_check.cuh"
+#include "zero/core/cuda/device_guard.cuh"
 #include "zero/dist/communicator.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 13, 0)
@@ -36,21 +37,6 @@ struct Communicator::Impl {
 };
 
 namespace {
-
-// Makes `device` current for one call and restores the caller's GPU afterwards.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    ZERO_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) ZERO_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() { cudaSetDevice(previous_); }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-};
 
 void check_tensor(const Tensor& t, int device, const char* what) {
   ZERO_CHECK(t.defined() && t.device().is_cuda() && t.device().index() == device &&
@@ -88,7 +74,7 @@ Communicator::Communicator(int rank, int world, const UniqueId& id, int device)
              "), got ", device, " (rank ", rank, ")");
   ncclUniqueId raw;
   std::memcpy(raw.internal, id.data(), kUniqueIdBytes);
-  DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   ZERO_NCCL_CHECK(ncclCommInitRank(&impl_->comm, world, raw, rank));
 }
 
@@ -109,14 +95,14 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
 
 void Communicator::AllReduceSum(const Tensor& tensor, const cuda::Stream& stream) {
   check_tensor(tensor, device_, "AllReduceSum");
-  DeviceGuard guard(device_);
+  cuda::DeviceGuard guard(device_);
   ZERO_NCCL_CHECK(ncclAllReduce(tensor.data(), tensor.data(), tensor.numel(), ncclFloat32, ncclSum,
                                 impl_->comm, as_stream(stream)));
 }
 
 void Communicator::AllReduceAverage(const Tensor& tensor, const cuda::Stream& stream) {
   check_tensor(tensor, device_, "AllReduceAverage");
-  DeviceGuard guard(device_);
+  cuda::DeviceGuard guard(device_);
   ZERO_NCCL_CHECK(ncclAllReduce(tensor.data(), tensor.data(), tensor.numel(), ncclFloat32, ncclAvg,
                                 impl_->comm, as_stream(stream)));
 }
@@ -125,7 +111,7 @@ void Communicator::Broadcast(const Tensor& tensor, int root, const cuda::Stream&
   check_tensor(tensor, device_, "Broadcast");
   ZERO_CHECK(root >= 0 && root < world_, "Communicator::Broadcast: expected a root rank in [0, ",
              world_, "), got ", root);
-  DeviceGuard guard(device_);
+  cuda::DeviceGuard guard(device_);
   ZERO_NCCL_CHECK(ncclBroadcast(tensor.data(), tensor.data(), tensor.numel(), ncclFloat32, root,
                                 impl_->comm, as_stream(stream)));
 }

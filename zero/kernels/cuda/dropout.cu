@@ -33,8 +33,7 @@ __global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uin
     if (first + j >= n) break;
     const uint64_t w = w0 + j;
     const uint32_t word = word_of((w >> 2) == (w0 >> 2) ? lo : hi, static_cast<uint32_t>(w & 3));
-    const bool keep = static_cast<float>(word >> 8) * (1.0f / 16777216.0f) >= p;  // philox_uniform
-    y[first + j] = keep ? x[first + j] * scale : 0.0f;
+    y[first + j] = philox_word_to_uniform(word) >= p ? x[first + j] * scale : 0.0f;
   }
 }
 
