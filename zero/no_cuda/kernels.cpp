@@ -57,5 +57,6 @@ void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targe
 // Without CUDA there is no GEMM mode to override; accepting the call keeps tests and
 // chapters that sweep the modes buildable on a CPU-only machine.
 void set_matmul_mode_override(const char* mode) {}
+bool split_tf32_supported(int device) { return false; }
 
 }  // namespace zero::ops

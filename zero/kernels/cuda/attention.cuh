@@ -71,6 +71,7 @@
 #include "zero/kernels/attention_dropout.h"
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/tf32.cuh"
 
 namespace zero::ops::cuda::flash {
 
@@ -95,12 +96,6 @@ using Out = HeadView<float>;
 
 // ---------------------------------------------------------------------------------
 // The Tensor-Core product (Note [Tensor Cores in FP32])
-
-__device__ inline uint32_t to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
 
 __device__ inline void mma_tf32(float c[4], const uint32_t a[4], const uint32_t b[2]) {
   asm volatile(

@@ -10,7 +10,9 @@
 // operand's transpose flag. No copies either way; only a view with no unit
 // stride at all is made contiguous first.
 //
-// MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32; 1 or fp16 ->
+// MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32, large GEMMs as
+// split TF32 on Tensor Cores (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh);
+// ieee -> exact FP32 on the FP32 units (cuBLAS's SGEMM) for every size; 1 or fp16 ->
 // FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores. It is read
 // once per process; set_matmul_mode_override (cuda_ops.h) replaces it for benchmarks.
 #include <cublas_v2.h>
@@ -24,21 +26,35 @@
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/dims_arg.h"
 
 namespace zero::ops {
 namespace {
 
-cublasComputeType_t parse_compute_type(const char* mode) {
-  if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) return CUBLAS_COMPUTE_32F;
-  if (!std::strcmp(mode, "tf32")) return CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (!std::strcmp(mode, "1") || !std::strcmp(mode, "fp16")) return CUBLAS_COMPUTE_32F_FAST_16F;
-  ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, 1, fp16 or tf32, got \"", mode, "\"");
-  return CUBLAS_COMPUTE_32F;
+// The modes MX_FAST_MATMUL names. Exact FP32 comes in two ways: kSplit (split TF32 for
+// large GEMMs, the default) and kIeee (SGEMM always).
+enum class Mode { kSplit, kIeee, kTf32, kFp16 };
+
+Mode parse_mode(const char* mode) {
+  if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) return Mode::kSplit;
+  if (!std::strcmp(mode, "ieee")) return Mode::kIeee;
+  if (!std::strcmp(mode, "tf32")) return Mode::kTf32;
+  if (!std::strcmp(mode, "1") || !std::strcmp(mode, "fp16")) return Mode::kFp16;
+  ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, ieee, 1, fp16 or tf32, got \"", mode, "\"");
+  return Mode::kSplit;
 }
 
-// -1: no override; otherwise a cublasComputeType_t set by set_matmul_mode_override.
+// -1: no override; otherwise a Mode set by set_matmul_mode_override.
 std::atomic<int> mode_override{-1};
+
+// The environment is read once per process; the override (for benchmarks that compare
+// modes in one run, chapter 07) wins while it is set.
+Mode current_mode() {
+  static const Mode from_env = parse_mode(std::getenv("MX_FAST_MATMUL"));
+  const int forced = mode_override.load(std::memory_order_relaxed);
+  return forced < 0 ? from_env : static_cast<Mode>(forced);
+}
 
 struct BlasHandle {
   cublasHandle_t handle = nullptr;
@@ -75,13 +91,15 @@ cublasHandle_t blas_handle(int device) {
 
 void* blas_workspace(int device) { return blas_state(device).workspace.data(); }
 
-// The environment is read once per process; the override (for benchmarks that compare
-// modes in one run, chapter 07) wins while it is set.
 cublasComputeType_t compute_type() {
-  static const cublasComputeType_t from_env = parse_compute_type(std::getenv("MX_FAST_MATMUL"));
-  const int forced = mode_override.load(std::memory_order_relaxed);
-  return forced < 0 ? from_env : static_cast<cublasComputeType_t>(forced);
+  switch (current_mode()) {
+    case Mode::kTf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case Mode::kFp16: return CUBLAS_COMPUTE_32F_FAST_16F;
+    default: return CUBLAS_COMPUTE_32F;
+  }
 }
+
+bool split_tf32_mode() { return current_mode() == Mode::kSplit; }
 
 }  // namespace cuda
 
@@ -122,13 +140,19 @@ bool linear_batch_stride(const DimsArg& d, int64_t batch, int64_t& stride) {
   return true;
 }
 
-void gemm(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb, int64_t M,
-          int64_t N, int64_t K, const float* A, int64_t stride_a, const float* B, int64_t stride_b,
-          float* C, int64_t batch) {
+void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
+          int64_t M, int64_t N, int64_t K, const float* A, int64_t stride_a, const float* B,
+          int64_t stride_b, float* C, int64_t batch) {
   // C^T (N x M) = op(B) op(A), see Note [Row-major tensors in a column-major library].
   const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   const float alpha = 1.0f, beta = 0.0f;
+  // cuBLAS's first operand is B (op(B) is N x K), its second A (op(A) is K x M).
+  if (batch == 1 && cuda::split_tf32_pays(device, N, M, K) &&
+      cuda::split_tf32_gemm(device, op_b == CUBLAS_OP_T, op_a == CUBLAS_OP_T, N, M, K, B, lb.ld,
+                            A, la.ld, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr)) {
+    return;
+  }
   if (batch == 1) {
     ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, CUDA_R_32F, lb.ld, A,
                                    CUDA_R_32F, la.ld, &beta, C, CUDA_R_32F, N, compute_type(),
@@ -143,7 +167,7 @@ void gemm(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
 }  // namespace
 
 void set_matmul_mode_override(const char* mode) {
-  mode_override.store(mode == nullptr ? -1 : static_cast<int>(parse_compute_type(mode)),
+  mode_override.store(mode == nullptr ? -1 : static_cast<int>(parse_mode(mode)),
                       std::memory_order_relaxed);
 }
 
@@ -173,13 +197,14 @@ void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   float* pc = out.data_ptr<float>();
   int64_t sa = 0, sb = 0;
   if (linear_batch_stride(da, batch, sa) && linear_batch_stride(db, batch, sb)) {
-    gemm(handle, la, lb, M, N, K, pa, sa, pb, sb, pc, batch);
+    gemm(out.device().index(), handle, la, lb, M, N, K, pa, sa, pb, sb, pc, batch);
     return;
   }
   // Batch strides that no single stride describes (e.g. [2,1] against [1,3]): one
   // GEMM per batch element. Rare, and each GEMM is still a full cuBLAS call.
   for (int64_t i = 0; i < batch; ++i) {
-    gemm(handle, la, lb, M, N, K, pa + da.Offset(i), 0, pb + db.Offset(i), 0, pc + i * M * N, 1);
+    gemm(out.device().index(), handle, la, lb, M, N, K, pa + da.Offset(i), 0, pb + db.Offset(i), 0,
+         pc + i * M * N, 1);
   }
 }
 

@@ -4,9 +4,11 @@
 // the cast), so the two libraries share the handle and, on one stream, the workspace.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace zero::ops::cuda {
 
@@ -17,9 +19,20 @@ constexpr size_t kBlasWorkspaceBytes = 32u << 20;
 cublasHandle_t blas_handle(int device);
 // That GPU's workspace of kBlasWorkspaceBytes, for cublasLtMatmul.
 void* blas_workspace(int device);
-// MX_FAST_MATMUL: unset or 0 -> exact FP32; 1 or fp16 -> FP16 Tensor Cores inside
-// (FP32 in and out); tf32 -> TF32 Tensor Cores. Read once; set_matmul_mode_override
-// (cuda_ops.h) replaces it while set.
+// MX_FAST_MATMUL: unset, 0 or ieee -> exact FP32 (CUBLAS_COMPUTE_32F); 1 or fp16 ->
+// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores. Read once;
+// set_matmul_mode_override (cuda_ops.h) replaces it while set.
 cublasComputeType_t compute_type();
+// True in exact mode unless MX_FAST_MATMUL=ieee: large FP32 GEMMs then run as split
+// TF32 (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh).
+bool split_tf32_mode();
+
+// Column-major D (m x n, ld m) = op(A) op(B) as split TF32 through cuBLASLt, with
+// `epilogue` (not BGRADB) reading `bias`; A and B column-major with leading dimensions
+// lda and ldb, transposed when trans_a / trans_b. Defined in blas_lt.cu. Returns false,
+// having written nothing, when cuBLASLt has no algorithm for it.
+bool split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const float* A, int64_t lda, const float* B, int64_t ldb, float* D,
+                     cublasLtEpilogue_t epilogue, float* bias);
 
 }  // namespace zero::ops::cuda

@@ -18,6 +18,7 @@
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/cuda/split_tf32.cuh"
 
 namespace zero::ops {
 namespace {
@@ -100,16 +101,17 @@ const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
   return &(tuned()[key] = candidates[best].algo);  // std::map nodes never move
 }
 
-// Column-major D (m x n, ld m) = op(A) op(B) with `epilogue` reading or writing
-// `bias`. A is stored m x k (or k x m when trans_a), B k x n (or n x k when trans_b),
-// both packed. Returns false, having done nothing, when cuBLASLt has no algorithm.
-bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-               const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
-               float* bias) {
+// Column-major D (m x n, ld m) = op(A) op(B) in `compute`, with `epilogue` reading or
+// writing `bias`. A is stored m x k (or k x m when trans_a), B k x n (or n x k when
+// trans_b), both packed. Returns false, having done nothing, when cuBLASLt has no
+// algorithm.
+bool lt_matmul_in(cublasComputeType_t compute, int device, bool trans_a, bool trans_b, int64_t m,
+                  int64_t n, int64_t k, const float* A, const float* B, float* D,
+                  cublasLtEpilogue_t epilogue, float* bias) {
   if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias)) return false;
   cublasLtHandle_t handle = reinterpret_cast<cublasLtHandle_t>(cuda::blas_handle(device));
   MatmulDesc op;
-  if (cublasLtMatmulDescCreate(&op.desc, cuda::compute_type(), CUDA_R_32F) !=
+  if (cublasLtMatmulDescCreate(&op.desc, compute, CUDA_R_32F) !=
       CUBLAS_STATUS_SUCCESS) {
     return false;
   }
@@ -141,7 +143,7 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
                           workspace_bytes, cuda::current_stream());
   };
   const AlgoKey key{device, trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
-                    static_cast<int>(cuda::compute_type())};
+                    static_cast<int>(compute)};
   const cublasLtMatmulAlgo_t* algo = tuned_algo(key);
   if (algo == nullptr) {
     cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
@@ -160,6 +162,21 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
   return run(*algo) == CUBLAS_STATUS_SUCCESS;
 }
 
+// lt_matmul_in in the compute mode MX_FAST_MATMUL selects; in exact mode a large GEMM
+// runs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores]). The BGRADB epilogue
+// would sum B's three pieces, so a caller asking for it must first check
+// split_tf32_pays and do without the epilogue when it is true.
+bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
+               float* bias) {
+  if (cuda::split_tf32_pays(device, m, n, k)) {
+    return cuda::split_tf32_gemm(device, trans_a, trans_b, m, n, k, A, trans_a ? k : m, B,
+                                 trans_b ? n : k, D, epilogue, bias);
+  }
+  return lt_matmul_in(cuda::compute_type(), device, trans_a, trans_b, m, n, k, A, B, D,
+                      epilogue, bias);
+}
+
 // A 2-d tensor viewed transposed / a contiguous tensor viewed with new sizes, without
 // Tensor's autograd-recording views (they live in the layer above).
 Tensor transposed(const Tensor& t) { return Tensor(meta_transpose(t.meta(), 0, 1), t.node()); }
@@ -168,6 +185,17 @@ Tensor reshaped(const Tensor& t, const Shape& sizes) {
 }
 
 }  // namespace
+
+bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, const float* A, int64_t lda, const float* B, int64_t ldb,
+                           float* D, cublasLtEpilogue_t epilogue, float* bias) {
+  ZERO_CHECK(epilogue != CUBLASLT_EPILOGUE_BGRADB, "split TF32 cannot fuse the bias gradient");
+  // The pieces are packed, so lt_matmul_in can take them as they come.
+  const SplitOperand a3 = split_tf32(A, trans_a, /*second=*/false, m, k, lda, device);
+  const SplitOperand b3 = split_tf32(B, trans_b, /*second=*/true, n, k, ldb, device);
+  return lt_matmul_in(CUBLAS_COMPUTE_32F_FAST_TF32, device, trans_a, trans_b, m, n, 3 * k,
+                      a3.data(), b3.data(), D, epilogue, bias);
+}
 
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& out) {
@@ -191,10 +219,15 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   const int64_t n = x.size(0), in = x.size(1), n_out = grad_out.size(1);
   // grad_weight^T (in x n_out, column-major) = x^T (in x n) g (n x n_out: g^T stored
   // n_out x n, transposed); BGRADB sums op(B) = g over the k = n rows into grad_bias.
-  if (grad_weight.defined() && grad_bias.defined() && n > 0 && grad_weight.numel() > 0 &&
-      lt_matmul(x.device().index(), /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
-                x.data_ptr<float>(), grad_out.data_ptr<float>(), grad_weight.data_ptr<float>(),
-                CUBLASLT_EPILOGUE_BGRADB, grad_bias.data_ptr<float>())) {
+  // Under split TF32 the bias gradient is a column sum of its own (see lt_matmul).
+  const int device = x.device().index();
+  const bool fuse_bias = grad_bias.defined() && !cuda::split_tf32_pays(device, in, n_out, n);
+  if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0 &&
+      lt_matmul(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n, x.data_ptr<float>(),
+                grad_out.data_ptr<float>(), grad_weight.data_ptr<float>(),
+                fuse_bias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT,
+                fuse_bias ? grad_bias.data_ptr<float>() : nullptr)) {
+    if (grad_bias.defined() && !fuse_bias) sum_cuda(grad_out, 0, reshaped(grad_bias, {1, n_out}));
     return;
   }
   if (grad_weight.defined()) matmul_cuda(transposed(grad_out), x, grad_weight);  // (out, in)

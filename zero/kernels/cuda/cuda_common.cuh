@@ -41,6 +41,10 @@ inline bool vec4_ok(const Tensor& t) {
   return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data()) % 16 == 0;
 }
 
+// Attribute `attr` of GPU `device` (its SM count, compute capability, ...), asked of
+// the driver once and remembered (cuda_common.cu).
+int device_attribute(int device, cudaDeviceAttr attr);
+
 // `t` itself if contiguous, else a contiguous copy on its own device. Kernels use
 // this rather than Tensor::Contiguous, which records autograd (the layer above).
 Tensor contiguous(const Tensor& t);

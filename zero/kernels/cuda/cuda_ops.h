@@ -35,6 +35,9 @@ void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out);
 // nullptr goes back to the environment's choice. Only for benchmarks that compare the
 // modes in one run (chapter 07); everything else sets the environment variable.
 void set_matmul_mode_override(const char* mode);
+// True when GPU `device` has TF32 Tensor Cores (sm_80+), so exact mode can run large
+// GEMMs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh).
+bool split_tf32_supported(int device);
 void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             const Tensor& y, const Tensor& mean, const Tensor& rstd);
 void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tensor& weight,

@@ -1,0 +1,82 @@
+// The three GEMMs of a Linear layer on CUDA, timed apart on the GPT's shapes in each
+// exact-FP32 way and in TF32:
+//   forward      y = x W^T + b          (cuBLASLt, bias in the epilogue)
+//   grad_x       g W                    (cuBLAS matmul)
+//   grad_w, b    g^T x and g's column sum (cuBLASLt; BGRADB unless split TF32)
+// plus, for split TF32, the split of x alone (the pass that writes its three pieces).
+//
+//   bench_linear
+//
+// Why it exists: in a training step the backward's GEMMs ran at a much lower rate than
+// the forward's (docs/speed_notes.md). This says which GEMM, in which mode, and how
+// much of split TF32's time is the split itself. Prints the median ms of each and its
+// rate in TFLOP/s of the layer's own 2 N in out flops.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "zero/cuda/stream.h"
+#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/cuda/split_tf32.cuh"
+#include "zero/kernels/tensor_ops.h"
+
+using namespace zero;
+
+namespace {
+
+template <typename F>
+float median_ms(F&& f) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> ms;
+  cuda::EventTimer timer;
+  for (int i = 0; i < 15; ++i) {
+    timer.Start();
+    f();
+    ms.push_back(timer.Stop());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  if (!cuda_available()) {
+    std::printf("[skipped] needs a CUDA device\n");
+    return 0;
+  }
+  struct Shape { const char* name; int64_t n, in, out; };
+  const Shape shapes[] = {
+      {"char c_attn", 16384, 384, 1152}, {"char c_fc", 16384, 384, 1536},
+      {"char mlp c_proj", 16384, 1536, 384}, {"gpt2 c_attn", 8192, 768, 2304},
+      {"gpt2 c_fc", 8192, 768, 3072}, {"gpt2 mlp c_proj", 8192, 3072, 768},
+      {"gpt2 lm_head", 1334, 768, 50304}};
+  const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
+  std::printf("%-16s %-5s %18s %18s %18s %10s\n", "shape", "mode", "forward ms TF/s",
+              "grad_x ms TF/s", "grad_w,b ms TF/s", "split x ms");
+  for (const char* mode : {"ieee", "0", "tf32"}) {
+    ops::set_matmul_mode_override(mode);
+    for (const Shape& s : shapes) {
+      const Tensor x = Tensor::Randn({s.n, s.in}, gpu), w = Tensor::Randn({s.out, s.in}, gpu);
+      const Tensor b = Tensor::Randn({s.out}, gpu), g = Tensor::Randn({s.n, s.out}, gpu);
+      const Tensor y = Tensor::Empty({s.n, s.out}, gpu), gx = Tensor::Empty({s.n, s.in}, gpu);
+      const Tensor gw = Tensor::Empty({s.out, s.in}, gpu), gb = Tensor::Empty({s.out}, gpu);
+      const double gflop = 2e-9 * s.n * s.in * s.out;
+      const float fwd = median_ms([&] { ops::linear_forward(x, w, b, y); });
+      const float bx = median_ms([&] { ops::matmul(g, w, gx); });
+      const float bw = median_ms([&] { ops::linear_backward_params(g, x, gw, gb); });
+      std::printf("%-16s %-5s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode, fwd,
+                  gflop / fwd, bx, gflop / bx, bw, gflop / bw);
+      if (std::string(mode) == "0") {
+        // x as the forward hands it to cuBLASLt: B, not transposed, in x n.
+        const float split = median_ms([&] {
+          ops::cuda::split_tf32(x.data_ptr<float>(), false, true, s.n, s.in, s.in, 0);
+        });
+        std::printf(" %10.3f", split);
+      }
+      std::printf("\n");
+    }
+  }
+  ops::set_matmul_mode_override(nullptr);
+  return 0;
+}

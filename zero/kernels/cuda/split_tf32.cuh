@@ -1,0 +1,65 @@
+// FP32 GEMMs on TF32 Tensor Cores by splitting each operand in two, used by blas.cu
+// and blas_lt.cu.
+//
+// Note [FP32 GEMMs on TF32 Tensor Cores]
+// An H200 multiplies FP32 matrices at about 50 TFLOP/s on its FP32 units and TF32
+// matrices at about 400 TFLOP/s on its Tensor Cores (chapter 07 measures both). TF32
+// keeps 10 of FP32's 23 stored mantissa bits, so one TF32 product is far less exact
+// than FP32. Three of them are nearly as exact. Write each operand as x = big + small,
+// with big = x rounded to TF32 and small = the remainder x - big (exact in FP32), also
+// rounded to TF32. Then
+//     a b = big_a big_b + big_a small_b + small_a big_b + small_a small_b,
+// and the last term, under 2^-22 of |a b|, is dropped. The other three are one GEMM
+// over a reduction three times as long: along k, A becomes [small_a | big_a | big_a]
+// and B becomes [big_b | small_b | big_b], so the Tensor Cores' FP32 accumulators add
+// all three products, the small ones first while the sum is still small. Three times
+// the flops at eight times the rate: about 2.4x faster than SGEMM at 8192^3.
+//
+// Each product is then about as exact as in FP32, but the sum is not quite: the Tensor
+// Cores add into their FP32 accumulators less carefully than the FP32 units do (they
+// truncate), so over a long reduction the error grows faster than SGEMM's. Chapter 07
+// measures it against a double reference at 4096^3: SGEMM 1.2e-7, split TF32 3.0e-6
+// (before the small products went first), one TF32 product 1.8e-5. CUTLASS calls this
+// "3xTF32"; the fused attention does the same split in its own kernels (Note [Tensor
+// Cores in FP32]).
+//
+// The price is a pass that writes each operand's pieces (three times its size, freed
+// after the GEMM). That pass moves about 16 (m + n) k bytes while the GEMM saves time in
+// proportion to m n k, so it pays only when both m and n are large: a GEMM with an
+// output side under kSplitMinSide (a decode step's GEMV, a 65-word vocabulary's logits)
+// or under kSplitMinMacs multiply-adds stays SGEMM, as do batched GEMMs. An infinite
+// input gives NaN (its small part is inf - inf) where SGEMM gives inf.
+// MX_FAST_MATMUL=ieee turns the split off.
+#pragma once
+
+#include <cstdint>
+
+#include "zero/core/tensor.h"
+
+namespace zero::ops::cuda {
+
+// GEMMs with fewer multiply-adds (m n k) than this, or an output side (m or n) shorter
+// than that, stay SGEMM in exact mode.
+constexpr int64_t kSplitMinMacs = int64_t{1} << 24;
+constexpr int64_t kSplitMinSide = 256;
+
+// True when the GEMM m x n x k on GPU `device` should run as split TF32: exact mode
+// without MX_FAST_MATMUL=ieee, a GPU with TF32 Tensor Cores (sm_80+), and a GEMM large
+// enough by both measures above.
+bool split_tf32_pays(int device, int64_t m, int64_t n, int64_t k);
+
+// One operand of a column-major GEMM C (m x n) = op(A) op(B), rewritten in pieces.
+struct SplitOperand {
+  Tensor pieces;  // the three pieces side by side along k, packed
+  int64_t ld;     // its leading dimension
+  const float* data() const { return pieces.data_ptr<float>(); }
+};
+
+// Splits operand A (`second` false: op(A) is `dim` x k) or B (`second` true: op(B) is
+// k x `dim`), stored column-major with leading dimension ld and transposed by cuBLAS
+// when `trans`. The result has the same `trans` and a reduction of 3k: A's pieces in
+// the order small, big, big; B's in the order big, small, big.
+SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, int64_t k,
+                        int64_t ld, int device);
+
+}  // namespace zero::ops::cuda
