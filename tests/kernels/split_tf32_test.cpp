@@ -2,8 +2,8 @@
 // Cores (Note [FP32 GEMMs on TF32 Tensor Cores], zero/kernels/cuda/split_tf32.cuh).
 // Each product is checked against a double-precision CPU product: split TF32 must be
 // within a few times SGEMM's error at this reduction length, far more accurate than one
-// TF32 product, and must not be SGEMM in disguise. The shapes are above kSplitMinMacs, and the layouts cover
-// every way blas.cu and blas_lt.cu hand an operand to cuBLAS.
+// TF32 product, and must not be SGEMM in disguise. The shapes are above kSplitMinMacs,
+// and the layouts cover every way blas.cu and blas_lt.cu hand an operand to cuBLAS.
 #include <cmath>
 
 #include "tests/support/test_support.h"
@@ -127,9 +127,9 @@ TEST(SplitTf32LinearCudaTest, ForwardAndGradientsMatchTheCpu) {
   expect_close(bc.Grad().Cpu(), bias.Grad(), 1e-4f, 1e-3f);
 }
 
-// grad_weight with a reduction over 4096 rows and a small output, which blas_lt.cu cuts
-// into slices summed afterwards (Note [Splitting a long reduction]), in every mode; the
-// second shape is also large enough for split TF32.
+// grad_weight with a reduction over 4096 rows and a small output (the shape that runs
+// below the forward's rate, docs/speed_notes.md), in every mode; the second shape is also
+// large enough for split TF32, which computes the bias gradient apart from the GEMM.
 TEST(LinearLongReductionCudaTest, WeightAndBiasGradientsMatchTheCpuInEveryMode) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   struct Mode { const char* name; double tolerance; };

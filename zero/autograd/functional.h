@@ -111,7 +111,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_ind
 /// @{
 
 /// Matrix product `a[..., M, K] @ b[..., K, N]`; batch dimensions broadcast; a 1-d
-/// operand is not accepted (use `Unsqueeze`).
+/// operand is not accepted (use `Unsqueeze`). On CUDA, the environment variable
+/// MX_FAST_MATMUL picks the arithmetic (chapter 07): unset or `0`, exact FP32, with large
+/// unbatched products run as three TF32 products on the Tensor Cores ("split TF32",
+/// about 6x SGEMM's error at K = 4096 and 20x less than TF32's); `ieee`, cuBLAS's SGEMM
+/// always; `tf32` or `fp16`, one Tensor-Core product in that precision.
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// @}
 
@@ -141,7 +145,8 @@ Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = 
 /// @{
 
 /// `y = x @ weight^T + bias`. x [..., in], weight [out, in] (PyTorch layout), bias [out] or
-/// undefined. On CUDA the bias is added inside the GEMM (cuBLASLt epilogue).
+/// undefined. On CUDA the bias is added inside the GEMM (cuBLASLt epilogue); the GEMMs
+/// follow MX_FAST_MATMUL as `matmul` does.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 /// Scaled dot-product attention, causal when `causal`. q [B, H, Tq, D], k, v [B, H, Tk, D]
 /// -> [B, H, Tq, D]; scale 1/sqrt(D). Never materialises [Tq, Tk]: flash-style tiles with an

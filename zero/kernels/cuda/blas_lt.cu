@@ -1,7 +1,8 @@
 // The Linear layer on CUDA through cuBLASLt, whose epilogues fuse work into the GEMM:
 // the forward adds the bias as the output tile is written (CUBLASLT_EPILOGUE_BIAS),
 // the backward sums the bias gradient while it reads grad_out for grad_weight
-// (CUBLASLT_EPILOGUE_BGRADB). Each saves one full pass over a [N, out] tensor.
+// (CUBLASLT_EPILOGUE_BGRADB), except under split TF32 (split_tf32.cuh), where it would
+// sum grad_out's three pieces. Each saves one full pass over a [N, out] tensor.
 //
 // Operands are row-major and handed over as in Note [Row-major tensors in a
 // column-major library] (blas.cu): a row-major R x C matrix is, column-major, its
