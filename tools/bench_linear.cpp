@@ -3,7 +3,8 @@
 //   forward      y = x W^T + b          (cuBLASLt, bias in the epilogue)
 //   grad_x       g W                    (cuBLAS matmul)
 //   grad_w, b    g^T x and g's column sum (cuBLASLt; BGRADB unless split TF32)
-// plus, for split TF32, the split of x alone (the pass that writes its three pieces).
+// plus, for split TF32, the passes that write the pieces of x for the forward and of g
+// for the weight gradient (the latter also transposes it: split_tf32.cuh).
 //
 //   bench_linear
 //
@@ -52,8 +53,8 @@ int main() {
       {"gpt2 c_fc", 8192, 768, 3072}, {"gpt2 mlp c_proj", 8192, 3072, 768},
       {"gpt2 lm_head", 1334, 768, 50304}};
   const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
-  std::printf("%-16s %-5s %18s %18s %18s %10s\n", "shape", "mode", "forward ms TF/s",
-              "grad_x ms TF/s", "grad_w,b ms TF/s", "split x ms");
+  std::printf("%-16s %-5s %18s %18s %18s %10s %10s\n", "shape", "mode", "forward ms TF/s",
+              "grad_x ms TF/s", "grad_w,b ms TF/s", "split x ms", "split g ms");
   for (const char* mode : {"ieee", "0", "tf32"}) {
     ops::set_matmul_mode_override(mode);
     for (const Shape& s : shapes) {
@@ -68,11 +69,15 @@ int main() {
       std::printf("%-16s %-5s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode, fwd,
                   gflop / fwd, bx, gflop / bx, bw, gflop / bw);
       if (std::string(mode) == "0") {
-        // x as the forward hands it to cuBLASLt: B, not transposed, in x n.
-        const float split = median_ms([&] {
+        // x as the forward hands it to cuBLASLt (B, not transposed, in x n: already
+        // K-major), and g as the weight gradient does (B, transposed: split and transposed).
+        const float split_x = median_ms([&] {
           ops::cuda::split_tf32(x.data_ptr<float>(), false, true, s.n, s.in, s.in, 0);
         });
-        std::printf(" %10.3f", split);
+        const float split_g = median_ms([&] {
+          ops::cuda::split_tf32(g.data_ptr<float>(), true, true, s.out, s.n, s.out, 0);
+        });
+        std::printf(" %10.3f %10.3f", split_x, split_g);
       }
       std::printf("\n");
     }

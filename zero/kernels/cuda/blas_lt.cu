@@ -191,11 +191,11 @@ bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, in
                            int64_t k, const float* A, int64_t lda, const float* B, int64_t ldb,
                            float* D, cublasLtEpilogue_t epilogue, float* bias) {
   ZERO_CHECK(epilogue != CUBLASLT_EPILOGUE_BGRADB, "split TF32 cannot fuse the bias gradient");
-  // The pieces are packed, so lt_matmul_in can take them as they come.
+  // The pieces are packed and K-major: A transposed, B not (split_tf32.cuh).
   const SplitOperand a3 = split_tf32(A, trans_a, /*second=*/false, m, k, lda, device);
   const SplitOperand b3 = split_tf32(B, trans_b, /*second=*/true, n, k, ldb, device);
-  return lt_matmul_in(CUBLAS_COMPUTE_32F_FAST_TF32, device, trans_a, trans_b, m, n, 3 * k,
-                      a3.data(), b3.data(), D, epilogue, bias);
+  return lt_matmul_in(CUBLAS_COMPUTE_32F_FAST_TF32, device, /*trans_a=*/true, /*trans_b=*/false,
+                      m, n, 3 * k, a3.data(), b3.data(), D, epilogue, bias);
 }
 
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,

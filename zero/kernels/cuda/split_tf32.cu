@@ -1,4 +1,6 @@
 // The operand split of Note [FP32 GEMMs on TF32 Tensor Cores] (split_tf32.cuh).
+#include <algorithm>
+
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
@@ -15,30 +17,60 @@ struct alignas(4 * V) Floats {
   float v[V];
 };
 
-// A column-major matrix of `lines` columns of `len` floats (column c starts at c * ld)
-// is written three times into `out`: piece j of column c starts at
-// j * piece_stride + c * line_stride. Piece j holds the TF32 rounding of each value
-// (big) when bit j of small_mask is clear, else the TF32 rounding of what that left
-// out (small). Each thread handles V consecutive floats of one column.
+// The piece of x that piece j holds: its TF32 rounding (big) when bit j of small_mask
+// is clear, else the TF32 rounding of what that left out (small).
+__device__ inline float piece(float x, int j, unsigned small_mask) {
+  const float big = __uint_as_float(to_tf32(x));
+  return (small_mask >> j & 1u) ? __uint_as_float(to_tf32(x - big)) : big;
+}
+
+// Source: a column-major matrix of `lines` columns of `len` floats, column c at c * ld.
+// The output is K-major: column c becomes the 3 len floats at out + 3 len c, its three
+// pieces one after another. For a source whose reduction runs down each column (len is
+// k). Each thread handles V consecutive floats of one column.
 template <int V>
-__global__ void split_tf32_kernel(const float* __restrict__ x, int64_t ld, int64_t lines,
-                                  int64_t len, float* __restrict__ out, int64_t piece_stride,
-                                  int64_t line_stride, unsigned small_mask) {
+__global__ void split_columns_kernel(const float* __restrict__ x, int64_t ld, int64_t lines,
+                                     int64_t len, float* __restrict__ out, unsigned small_mask) {
   const int64_t per_line = len / V;
   const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (g >= lines * per_line) return;
   const int64_t c = g / per_line, i = (g - c * per_line) * V;
   const Floats<V> in = *reinterpret_cast<const Floats<V>*>(x + c * ld + i);
-  Floats<V> big, small;
-#pragma unroll
-  for (int e = 0; e < V; ++e) {
-    big.v[e] = __uint_as_float(to_tf32(in.v[e]));
-    small.v[e] = __uint_as_float(to_tf32(in.v[e] - big.v[e]));
-  }
 #pragma unroll
   for (int j = 0; j < 3; ++j) {
-    *reinterpret_cast<Floats<V>*>(out + j * piece_stride + c * line_stride + i) =
-        (small_mask >> j & 1u) ? small : big;
+    Floats<V> p;
+#pragma unroll
+    for (int e = 0; e < V; ++e) p.v[e] = piece(in.v[e], j, small_mask);
+    *reinterpret_cast<Floats<V>*>(out + 3 * len * c + j * len + i) = p;
+  }
+}
+
+// The same source, for a reduction that runs across the columns (lines is k): the output
+// is its transpose, row i of the source becoming the 3 lines floats at out + 3 lines i.
+// A 32 x 32 tile goes through shared memory so that both the reads (down a column) and
+// the writes (along a row) are coalesced; the padding column keeps the transposed reads
+// of the tile free of bank conflicts. Block: 32 x 8 threads; grid.y strides over the
+// columns, so any k fits.
+__global__ void split_transpose_kernel(const float* __restrict__ x, int64_t ld, int64_t lines,
+                                       int64_t len, float* __restrict__ out,
+                                       unsigned small_mask) {
+  __shared__ float tile[32][33];
+  const int64_t i0 = static_cast<int64_t>(blockIdx.x) * 32;
+  for (int64_t c0 = static_cast<int64_t>(blockIdx.y) * 32; c0 < lines; c0 += gridDim.y * 32) {
+    for (int r = threadIdx.y; r < 32; r += 8) {
+      const int64_t c = c0 + r, i = i0 + threadIdx.x;
+      tile[r][threadIdx.x] = c < lines && i < len ? x[c * ld + i] : 0.0f;
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < 32; r += 8) {
+      const int64_t i = i0 + r, c = c0 + threadIdx.x;
+      if (i >= len || c >= lines) continue;
+      const float v = tile[threadIdx.x][r];
+      float* o = out + 3 * lines * i + c;
+#pragma unroll
+      for (int j = 0; j < 3; ++j) o[j * lines] = piece(v, j, small_mask);
+    }
+    __syncthreads();  // the tile is refilled by the next column block
   }
 }
 
@@ -52,22 +84,24 @@ bool split_tf32_pays(int device, int64_t m, int64_t n, int64_t k) {
 
 SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, int64_t k,
                         int64_t ld, int device) {
-  // The reduction runs along each stored column (inner) or across the columns.
+  // The reduction runs down each stored column (inner) or across the columns.
   const bool reduce_inner = trans != second;
   const int64_t len = reduce_inner ? k : dim, lines = reduce_inner ? dim : k;
-  SplitOperand out{Tensor::Empty({3 * len * lines}, TensorOption().OnDevice(Device::Cuda(device))),
-                   reduce_inner ? 3 * len : len};
-  const int64_t piece_stride = reduce_inner ? len : lines * len;
-  const int64_t line_stride = reduce_inner ? 3 * len : len;
+  SplitOperand out{Tensor::Empty({3 * k * dim}, TensorOption().OnDevice(Device::Cuda(device))),
+                   3 * k};
   const unsigned small_mask = second ? 0b010u : 0b001u;  // A: small big big; B: big small big
   float* o = out.pieces.data_ptr<float>();
-  const bool vec4 = len % 4 == 0 && ld % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  if (vec4) {
-    split_tf32_kernel<4><<<grid_for(lines * len, 4), kBlock, 0, current_stream()>>>(
-        x, ld, lines, len, o, piece_stride, line_stride, small_mask);
+  if (!reduce_inner) {
+    const dim3 grid(static_cast<unsigned>((len + 31) / 32),
+                    static_cast<unsigned>(std::min<int64_t>((lines + 31) / 32, 65535)));
+    split_transpose_kernel<<<grid, dim3(32, 8), 0, current_stream()>>>(x, ld, lines, len, o,
+                                                                      small_mask);
+  } else if (len % 4 == 0 && ld % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    split_columns_kernel<4><<<grid_for(lines * len, 4), kBlock, 0, current_stream()>>>(
+        x, ld, lines, len, o, small_mask);
   } else {
-    split_tf32_kernel<1><<<grid_for(lines * len), kBlock, 0, current_stream()>>>(
-        x, ld, lines, len, o, piece_stride, line_stride, small_mask);
+    split_columns_kernel<1><<<grid_for(lines * len), kBlock, 0, current_stream()>>>(
+        x, ld, lines, len, o, small_mask);
   }
   ZERO_CUDA_CHECK(cudaGetLastError());
   return out;

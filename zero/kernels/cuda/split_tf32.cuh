@@ -50,15 +50,22 @@ bool split_tf32_pays(int device, int64_t m, int64_t n, int64_t k);
 
 // One operand of a column-major GEMM C (m x n) = op(A) op(B), rewritten in pieces.
 struct SplitOperand {
-  Tensor pieces;  // the three pieces side by side along k, packed
-  int64_t ld;     // its leading dimension
+  Tensor pieces;  // K-major: for each of the `dim` rows of op(A) (columns of op(B)),
+                  // its 3k values, the three pieces one after another
+  int64_t ld;     // its leading dimension, 3k
   const float* data() const { return pieces.data_ptr<float>(); }
 };
 
 // Splits operand A (`second` false: op(A) is `dim` x k) or B (`second` true: op(B) is
 // k x `dim`), stored column-major with leading dimension ld and transposed by cuBLAS
-// when `trans`. The result has the same `trans` and a reduction of 3k: A's pieces in
-// the order small, big, big; B's in the order big, small, big.
+// when `trans`. A's pieces are in the order small, big, big; B's big, small, big.
+//
+// The result is K-major whatever the source was: the reduction runs along contiguous
+// memory, so A's pieces are to be passed transposed (stored 3k x dim) and B's not (also
+// stored 3k x dim). Hopper's TF32 Tensor-Core instructions read both operands K-major
+// from shared memory; cuBLAS handles the other layouts, but a Linear layer's weight
+// gradient, whose operands are both the other way, ran at half the forward's rate. The
+// pass that writes the pieces transposes such an operand at no extra cost.
 SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, int64_t k,
                         int64_t ld, int device);
 
