@@ -85,7 +85,7 @@ TEST_P(SplitTf32CudaTest, IsCloseToSgemmAndFarBetterThanTf32) {
   const double e_split = error_against_double(split, a, b);
   const double e_sgemm = error_against_double(sgemm, a, b);
   const double e_tf32 = error_against_double(tf32, a, b);
-  // The H200 measured e_split at 1.1e-6 against SGEMM's 2.3e-7 for one layout: the
+  // At 256 x 320 x 288 the H200 measured e_split at 1.1e-6 against SGEMM's 2.3e-7: the
   // Tensor Cores' accumulation (Note [FP32 GEMMs on TF32 Tensor Cores]).
   EXPECT_LT(e_split, 3e-6) << "SGEMM's error: " << e_sgemm;
   EXPECT_LT(e_split, 10 * e_sgemm) << "SGEMM's error: " << e_sgemm;
