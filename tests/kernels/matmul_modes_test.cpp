@@ -12,16 +12,7 @@
 namespace zero {
 namespace {
 
-// max |got - want| over max |want|: a scale-free error of the whole product.
-double relative_error(const Tensor& got, const Tensor& want) {
-  const std::vector<float> g = got.ToVector<float>(), w = want.ToVector<float>();
-  double worst = 0.0, scale = 0.0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    worst = std::max(worst, std::fabs(double(g[i]) - w[i]));
-    scale = std::max(scale, std::fabs(double(w[i])));
-  }
-  return worst / scale;
-}
+using testing::max_relative_error;
 
 struct Mode {
   const char* name;
@@ -46,7 +37,7 @@ TEST_P(MatmulModesCudaTest, MatchesTheCpuGemmWithinTheModesTolerance) {
   Tensor b = Tensor::Randn({200, 130}, TensorOption(), &gen);
   const Tensor want = matmul(a, b);  // CPU
   const Tensor got = matmul(a.Cuda(), b.Cuda().Transpose(0, 1).Contiguous().Transpose(0, 1));
-  const double err = relative_error(got.Cpu(), want);
+  const double err = max_relative_error(got.Cpu(), want);
   EXPECT_LT(err, GetParam().tolerance) << GetParam().name;
   if (std::string(GetParam().name) != "0" && std::string(GetParam().name) != "ieee") {
     EXPECT_GT(err, 1e-6) << "a reduced-precision mode should not be bit-exact FP32";
@@ -61,8 +52,8 @@ TEST_P(MatmulModesCudaTest, GradientsMatchTheCpuWithinTheModesTolerance) {
   Tensor ac = a.Detach().Cuda().SetRequiresGrad(), bc = b.Detach().Cuda().SetRequiresGrad();
   sum(matmul(a, b) * matmul(a, b)).Backward();
   sum(matmul(ac, bc) * matmul(ac, bc)).Backward();
-  EXPECT_LT(relative_error(ac.Grad().Cpu(), a.Grad()), 4 * GetParam().tolerance);
-  EXPECT_LT(relative_error(bc.Grad().Cpu(), b.Grad()), 4 * GetParam().tolerance);
+  EXPECT_LT(max_relative_error(ac.Grad().Cpu(), a.Grad()), 4 * GetParam().tolerance);
+  EXPECT_LT(max_relative_error(bc.Grad().Cpu(), b.Grad()), 4 * GetParam().tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, MatmulModesCudaTest,

@@ -146,17 +146,9 @@ TEST(LinearLongReductionCudaTest, WeightAndBiasGradientsMatchTheCpuInEveryMode) 
       const Tensor gwc = Tensor::Empty({width + 32, width}, cuda);
       const Tensor gbc = Tensor::Empty({width + 32}, cuda);
       ops::linear_backward_params(g.Cuda(), x.Cuda(), gwc, gbc);
-      const auto relative = [](const Tensor& got, const Tensor& want) {
-        const std::vector<float> a = got.Cpu().ToVector<float>(), b = want.ToVector<float>();
-        double worst = 0.0, scale = 0.0;
-        for (size_t i = 0; i < a.size(); ++i) {
-          worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-          scale = std::max(scale, std::fabs(double(b[i])));
-        }
-        return worst / scale;
-      };
-      EXPECT_LT(relative(gwc, gw), mode.tolerance) << mode.name << ", width " << width;
-      EXPECT_LT(relative(gbc, gb), 1e-5) << mode.name << ", width " << width;
+      EXPECT_LT(testing::max_relative_error(gwc, gw), mode.tolerance)
+          << mode.name << ", width " << width;
+      EXPECT_LT(testing::max_relative_error(gbc, gb), 1e-5) << mode.name << ", width " << width;
     }
   }
   ops::set_matmul_mode_override(nullptr);

@@ -1,6 +1,7 @@
 // Implementation of the shared test helpers (see test_support.h).
 #include "tests/support/test_support.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "zero/autograd/grad_mode.h"
@@ -28,6 +29,16 @@ void expect_close(const Tensor& actual, const Tensor& expected, float rtol, floa
       << "shape " << shape_to_string(actual.sizes()) << " vs "
       << shape_to_string(expected.sizes());
   expect_close(actual, expected.ToVector<float>(), rtol, atol);
+}
+
+double max_relative_error(const Tensor& actual, const Tensor& expected) {
+  const std::vector<float> a = actual.ToVector<float>(), e = expected.ToVector<float>();
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(a[i]) - e[i]));
+    scale = std::max(scale, std::fabs(double(e[i])));
+  }
+  return worst / scale;
 }
 
 namespace {

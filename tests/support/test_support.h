@@ -24,6 +24,9 @@ void expect_close(const Tensor& actual, const std::vector<float>& expected, floa
 /// Same, against another tensor (on any device); shapes must match.
 void expect_close(const Tensor& actual, const Tensor& expected, float rtol = 1e-5f,
                   float atol = 1e-6f);
+/// max |actual - expected| over max |expected|: one scale-free error for a whole result
+/// (either tensor on any device), for arithmetic whose error scales with the result.
+double max_relative_error(const Tensor& actual, const Tensor& expected);
 
 /// A function of tensors, differentiated by check_gradients.
 using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
