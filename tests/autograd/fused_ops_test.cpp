@@ -227,8 +227,9 @@ TEST_P(FusedOpsTest, AttentionBadShapesAreErrors) {
 // ---- attention dropout ---------------------------------------------------------------
 
 // The unfused composition with dropout: softmax of the masked scores, times a mask
-// built here from philox_uniform with the index of Note [Attention dropout]
-// ((b*H + h)*Tq + i)*Tk + j, then @ v.
+// built here from philox_uniform with the word index of Note [Attention dropout]
+// (4 words per 2 x 2 square of queries and keys, from the offset rounded up to 4),
+// then @ v.
 Tensor attention_dropout_reference(const Tensor& q, const Tensor& k, const Tensor& v,
                                    bool causal, float p, uint64_t seed, uint64_t offset) {
   const int64_t B = q.size(0), H = q.size(1), tq = q.size(2), tk = k.size(2);
@@ -239,9 +240,18 @@ Tensor attention_dropout_reference(const Tensor& q, const Tensor& k, const Tenso
       for (int64_t j = 0; j < tk; ++j) mask[i * tk + j] = j > tk - tq + i;
     scores = masked_fill(scores, Tensor::FromI32(mask, {tq, tk}).To(q.device()), -INFINITY);
   }
+  const uint64_t first = (offset + 3) / 4 * 4;
+  const int64_t half_tq = (tq + 1) / 2, half_tk = (tk + 1) / 2;
   std::vector<float> factor(B * H * tq * tk);
-  for (size_t idx = 0; idx < factor.size(); ++idx) {
-    factor[idx] = philox_uniform(seed, offset + idx) >= p ? 1.0f / (1.0f - p) : 0.0f;
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    for (int64_t i = 0; i < tq; ++i) {
+      for (int64_t j = 0; j < tk; ++j) {
+        const uint64_t word =
+            first + 4 * ((bh * half_tq + i / 2) * half_tk + j / 2) + 2 * (i % 2) + j % 2;
+        factor[(bh * tq + i) * tk + j] =
+            philox_uniform(seed, word) >= p ? 1.0f / (1.0f - p) : 0.0f;
+      }
+    }
   }
   const Tensor f = Tensor::From(factor, {B, H, tq, tk}).To(q.device());  // (B, H, Tq, Tk)
   return matmul(softmax(scores) * f, v);  // (B, H, Tq, D)
@@ -260,19 +270,20 @@ TEST_P(FusedOpsTest, AttentionDropoutMatchesExplicitMask) {
     Tensor q = randn_leaf({c.B, c.H, c.Tq, c.D}, device(), seed++);
     Tensor k = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
     Tensor v = randn_leaf({c.B, c.H, c.Tk, c.D}, device(), seed++);
-    // A stream already in use: the mask must start at the generator's offset.
+    // A stream already in use, at an offset that is not a multiple of 4: the mask must
+    // start at the next multiple.
     Generator gen(kSeed);
-    gen.Reserve(1000);
     const auto fused = [&] {
-      gen.SetState(kSeed, 1000);
+      gen.SetState(kSeed, 1001);
       return attention(q, k, v, c.causal, kP, &gen);
     };
     const auto reference = [&] {
-      return attention_dropout_reference(q, k, v, c.causal, kP, kSeed, 1000);
+      return attention_dropout_reference(q, k, v, c.causal, kP, kSeed, 1001);
     };
     Tensor out = fused();
-    EXPECT_EQ(gen.offset(), 1000 + uint64_t(c.B * c.H * c.Tq * c.Tk))
-        << "attention reserves one stream word per probability";
+    const uint64_t squares = c.B * c.H * ((c.Tq + 1) / 2) * ((c.Tk + 1) / 2);
+    EXPECT_EQ(gen.offset(), 1004 + 4 * squares)
+        << "attention reserves 4 stream words per 2 x 2 square, from a multiple of 4";
     expect_close(out, reference(), 1e-4f, 1e-5f);
     expect_same_grads(grads_of(fused, {q, k, v}), grads_of(reference, {q, k, v}), 1e-3f, 1e-4f);
   }

@@ -19,28 +19,40 @@ using testing::expect_error_mentions;
 
 class AttentionTest : public testing::DeviceTest {};
 
-// The CUDA kernels draw two neighbouring keys' dropout factors from one Philox block;
-// they must be exactly the factors drawn one at a time, wherever the pair falls in a
-// block (offsets 0..3 put the first word at each position) and with or without dropout.
-TEST(AttentionDropoutTest, FactorPairEqualsTwoFactors) {
-  for (float p : {0.0f, 0.2f, 0.5f}) {
-    for (uint64_t offset = 0; offset < 4; ++offset) {
-      const ops::AttentionDropout drop(p, 1234, offset);
+// The CUDA kernels draw a 2 x 2 square of dropout factors from one Philox block. Each
+// factor must be the documented stream word's (attention_dropout.h), written here as a
+// word index: the offset rounded up to 4 words, then 4 words per square, the squares of
+// a slice row by row. Odd Tq and Tk give the last square of a row or column two unused
+// words. The call's stream must cover every word it draws.
+TEST(AttentionDropoutTest, FactorsAreTheDocumentedStreamWords) {
+  constexpr uint64_t kSeed = 1234;
+  constexpr int64_t kSlices = 2, kTq = 5, kTk = 7;
+  for (float p : {0.2f, 0.5f}) {
+    for (uint64_t offset = 0; offset < 5; ++offset) {
+      const ops::AttentionDropout drop(p, kSeed, offset, kTq, kTk);
+      const uint64_t first = (offset + 3) / 4 * 4;
+      const uint64_t words = ops::AttentionDropout::stream_words(offset, kSlices, kTq, kTk);
+      EXPECT_EQ(offset + words, first + 4 * kSlices * 3 * 4) << "offset " << offset;
       int dropped = 0;
-      for (int64_t row = 0; row < 3; ++row) {
-        for (int64_t j = 0; j + 1 < 37; ++j) {
-          float f0 = -1.0f, f1 = -1.0f;
-          drop.factor_pair(row, j, 37, f0, f1);
-          ASSERT_EQ(f0, drop.factor(row, j, 37)) << "p " << p << " offset " << offset;
-          ASSERT_EQ(f1, drop.factor(row, j + 1, 37)) << "p " << p << " offset " << offset;
-          dropped += f0 == 0.0f;
+      for (int64_t bh = 0; bh < kSlices; ++bh) {
+        for (int64_t i = 0; i < kTq; ++i) {
+          for (int64_t j = 0; j < kTk; ++j) {
+            const uint64_t word = first + 4 * ((bh * 3 + i / 2) * 4 + j / 2) + 2 * (i % 2) + j % 2;
+            const float expected = philox_uniform(kSeed, word) >= p ? 1.0f / (1.0f - p) : 0.0f;
+            ASSERT_EQ(drop.factor(bh, i, j), expected)
+                << "p " << p << " offset " << offset << " at " << bh << ", " << i << ", " << j;
+            float square[4];
+            drop.square(bh, i / 2, j / 2, square);
+            ASSERT_EQ(square[2 * (i % 2) + j % 2], expected);
+            dropped += expected == 0.0f;
+          }
         }
       }
-      if (p > 0.0f) {
-        EXPECT_GT(dropped, 0) << "p " << p;  // the masks are not all ones
-      }
+      EXPECT_GT(dropped, 0) << "p " << p;  // the masks are not all ones
     }
   }
+  const ops::AttentionDropout none(0.0f, kSeed, 0, kTq, kTk);
+  EXPECT_EQ(none.factor(1, 4, 6), 1.0f) << "p = 0 keeps everything";
 }
 
 TEST_P(AttentionTest, ForwardMatchesNaiveDoubleLoopAndSavesLogSumExp) {

@@ -157,7 +157,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// as nanoGPT's attn_dropout: each P[b, h, i, j] (after the softmax, before V) is zeroed
 /// with probability `dropout_p` and the rest scaled by 1/(1 - dropout_p). The mask comes
 /// from `gen`'s Philox stream (the default generator when null), which advances by
-/// B*H*Tq*Tk words; the backward regenerates it. 0 is exactly the attention without dropout.
+/// about B*H*Tq*Tk words (`AttentionDropout::stream_words`); the backward regenerates it.
+/// 0 is exactly the attention without dropout.
 /// On CUDA the tile products run on the Tensor Cores: as three TF32 products each
 /// ("3xTF32", close to FP32's rounding) by default, as one when MX_FAST_MATMUL is set to
 /// tf32 or fp16 (the mode of `matmul`, chapter 07).
@@ -170,7 +171,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal 
 /// [B, T, C] slices, viewing each as [B, n_head, T, D], calling `attention(q, k, v, true,
 /// dropout_p, gen)` and merging the heads, but with no copies: the kernels read q, k and v
 /// in place and write y and the one [B, T, 3C] gradient directly. D <= 128 on CUDA.
-/// `dropout_p` and `gen` are as in `attention` (the stream advances by B*n_head*T*T words).
+/// `dropout_p` and `gen` are as in `attention` (the stream advances by about B*n_head*T*T
+/// words).
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_head, float dropout_p = 0.0f,
                              Generator* gen = nullptr);
 /// Same value as `cross_entropy(linear(x, weight), targets, ignore_index)` for x [N, C],

@@ -11,49 +11,59 @@
 namespace zero::ops {
 
 /// The drop probability and Philox stream position of one attention call.
+///
+/// The probabilities of slice bh = b*H + h are cut into 2 x 2 squares: queries 2a and
+/// 2a + 1 against keys 2c and 2c + 1. Square (bh, a, c) takes the four words of Philox
+/// block ceil(offset / 4) + (bh * ceil(Tq / 2) + a) * ceil(Tk / 2) + c, word
+/// 2 (i % 2) + j % 2 for probability (i, j). A CUDA thread holds exactly such a square
+/// (Note [Flash attention], dropout), so one block evaluation gives all four of its
+/// factors.
 struct AttentionDropout {
-  /// Drops with probability `p` in [0, 1) using stream words `offset`.. of `seed`.
-  ZERO_HOST_DEVICE AttentionDropout(float p, uint64_t seed, uint64_t offset)
-      : p(p), keep(1.0f / (1.0f - p)), seed(seed), offset(offset) {}
+  /// Drops with probability `p` in [0, 1), drawing from stream words `offset`.. of `seed`,
+  /// for queries of length `tq` against keys of length `tk`.
+  ZERO_HOST_DEVICE AttentionDropout(float p, uint64_t seed, uint64_t offset, int64_t tq,
+                                    int64_t tk)
+      : p(p),
+        keep(1.0f / (1.0f - p)),
+        seed(seed),
+        first_block((offset + 3) / 4),
+        half_tq((tq + 1) / 2),
+        half_tk((tk + 1) / 2) {}
 
-  /// The factor probability (row, j) is multiplied by, where row = (b*H + h)*Tq + i and
-  /// j < `tk`: 1/(1 - p) if `philox_uniform(seed, offset + row*tk + j) >= p`, else 0;
-  /// always 1 when p = 0 (no draw is made).
-  ZERO_HOST_DEVICE float factor(int64_t row, int64_t j, int64_t tk) const {
-    if (p == 0.0f) return 1.0f;
-    return philox_uniform(seed, offset + static_cast<uint64_t>(row * tk + j)) >= p ? keep : 0.0f;
+  /// How many stream words a call starting at `offset` uses: up to the next multiple of
+  /// four, then four per square of `bh_count` slices of `tq` x `tk` probabilities.
+  ZERO_HOST_DEVICE static uint64_t stream_words(uint64_t offset, int64_t bh_count, int64_t tq,
+                                                int64_t tk) {
+    const uint64_t squares = static_cast<uint64_t>(bh_count * ((tq + 1) / 2) * ((tk + 1) / 2));
+    return (4 - offset % 4) % 4 + 4 * squares;
   }
 
-  /// `factor(row, j, tk)` and `factor(row, j + 1, tk)` into f0 and f1: the same values,
-  /// from one Philox block when both words are in it (three times in four), which halves
-  /// the generator's work for a thread that holds two neighbouring keys.
-  ZERO_HOST_DEVICE void factor_pair(int64_t row, int64_t j, int64_t tk, float& f0,
-                                    float& f1) const {
+  /// The factors of square (bh, a, c) into f[2 x + y] for query 2a + x and key 2c + y:
+  /// 1/(1 - p) where the word's uniform float is >= p, else 0; all 1 when p = 0 (no
+  /// draw is made).
+  ZERO_HOST_DEVICE void square(int64_t bh, int64_t a, int64_t c, float f[4]) const {
     if (p == 0.0f) {
-      f0 = f1 = 1.0f;
+      f[0] = f[1] = f[2] = f[3] = 1.0f;
       return;
     }
-    const uint64_t index = offset + static_cast<uint64_t>(row * tk + j);
-    if ((index & 3) == 3) {  // the two words straddle two blocks
-      f0 = factor(row, j, tk);
-      f1 = factor(row, j + 1, tk);
-      return;
-    }
-    const PhiloxBlock block = philox4x32(index >> 2, seed);
-    f0 = from_word(block.x[index & 3]);
-    f1 = from_word(block.x[(index & 3) + 1]);
+    const uint64_t block = first_block + static_cast<uint64_t>((bh * half_tq + a) * half_tk + c);
+    const PhiloxBlock words = philox4x32(block, seed);
+    for (int w = 0; w < 4; ++w) f[w] = philox_word_to_uniform(words.x[w]) >= p ? keep : 0.0f;
   }
 
-  float p;          ///< Drop probability; 0 means no dropout.
-  float keep;       ///< 1 / (1 - p), the factor of a kept probability.
-  uint64_t seed;    ///< Philox key.
-  uint64_t offset;  ///< The call's first stream word; it uses B*H*Tq*Tk of them.
-
- private:
-  // The factor a stream word gives: its uniform float compared with p.
-  ZERO_HOST_DEVICE float from_word(uint32_t word) const {
-    return philox_word_to_uniform(word) >= p ? keep : 0.0f;
+  /// The factor of probability (bh, i, j) alone: f[2 (i % 2) + j % 2] of its square.
+  ZERO_HOST_DEVICE float factor(int64_t bh, int64_t i, int64_t j) const {
+    float f[4];
+    square(bh, i / 2, j / 2, f);
+    return f[2 * (i % 2) + j % 2];
   }
+
+  float p;               ///< Drop probability; 0 means no dropout.
+  float keep;            ///< 1 / (1 - p), the factor of a kept probability.
+  uint64_t seed;         ///< Philox key.
+  uint64_t first_block;  ///< Philox block of square (0, 0, 0): the offset rounded up to 4 words.
+  int64_t half_tq;       ///< ceil(Tq / 2): squares down a slice.
+  int64_t half_tk;       ///< ceil(Tk / 2): squares across a slice.
 };
 
 }  // namespace zero::ops

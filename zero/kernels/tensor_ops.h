@@ -199,7 +199,8 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
 /// With `causal`, Tq <= Tk and query i sees keys j <= Tk - Tq + i (the mask is aligned
 /// to the end, so q may hold only the newest positions). D <= 128 on CUDA.
 /// With `dropout_p` in (0, 1), probability P[b, h, i, j] is kept (and scaled by
-/// 1/(1 - p)) iff `philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= p`; `lse`
+/// 1/(1 - p)) iff `AttentionDropout(p, seed, offset, Tq, Tk).factor(b*H + h, i, j)` is not
+/// 0 (attention_dropout.h: one Philox block per 2 x 2 square of queries and keys); `lse`
 /// is of the undropped scores. `dropout_p` = 0 ignores `seed` and `offset`.
 /// q, k, v and out may be any views whose last dimension has stride 1 (e.g. column
 /// ranges of a packed [B, T, 3C] qkv viewed as [B, H, T, D]): CUDA reads and writes them

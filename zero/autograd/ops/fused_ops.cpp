@@ -9,6 +9,7 @@
 
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
+#include "zero/kernels/attention_dropout.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -237,15 +238,16 @@ void OpLinearCrossEntropy::ReleaseSaved_() {
 
 namespace {
 
-// The Philox stream of an attention dropout mask: `words` fresh words of `gen` (the
-// default generator when null), one per (b, h, i, j), masked or not, so that the index
-// formula of the mask stays a plain row-major position. {0, 0} (unused) without dropout.
+// The Philox stream of an attention dropout mask over `bh_count` slices of tq x tk
+// probabilities: the words AttentionDropout::stream_words asks for, taken from `gen` (the
+// default generator when null), one per probability, masked or not, so that the mask's
+// index formula needs no causal case. {0, 0} (unused) without dropout.
 std::pair<uint64_t, uint64_t> attention_dropout_stream(float dropout_p, Generator* gen,
-                                                       int64_t words) {
+                                                       int64_t bh_count, int64_t tq, int64_t tk) {
   if (dropout_p == 0.0f) return {0, 0};
   Generator& g = gen ? *gen : default_generator();
   const uint64_t seed = g.seed();
-  return {seed, g.Reserve(static_cast<uint64_t>(words))};
+  return {seed, g.Reserve(ops::AttentionDropout::stream_words(g.offset(), bh_count, tq, tk))};
 }
 
 }  // namespace
@@ -272,7 +274,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   ZERO_CHECK(dropout_p >= 0.0f && dropout_p < 1.0f,
              "attention: expected a dropout probability in [0, 1), got ", dropout_p);
   const auto [seed, offset] =
-      attention_dropout_stream(dropout_p, gen, q.size(0) * q.size(1) * q.size(2) * k.size(2));
+      attention_dropout_stream(dropout_p, gen, q.size(0) * q.size(1), q.size(2), k.size(2));
   return autograd::RunOp<autograd::OpAttention>({q.Contiguous(), k.Contiguous(), v.Contiguous()},
                                                 causal, dropout_p, seed, offset);
 }
@@ -290,7 +292,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_head, float dropout_p,
              "causal_self_attention: expected a dropout probability in [0, 1), got ", dropout_p);
   const int64_t t = qkv.size(1);
   const auto [seed, offset] =
-      attention_dropout_stream(dropout_p, gen, qkv.size(0) * n_head * t * t);
+      attention_dropout_stream(dropout_p, gen, qkv.size(0) * n_head, t, t);
   const Tensor rows = qkv.stride(-1) == 1 ? qkv : qkv.Contiguous();  // (B, T, 3C)
   return autograd::RunOp<autograd::OpPackedAttention>({rows}, n_head, dropout_p, seed, offset);
 }

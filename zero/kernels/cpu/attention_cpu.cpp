@@ -16,11 +16,13 @@
 // Note [Attention dropout]
 // nanoGPT drops attention probabilities (its attn_dropout). With drop probability p the
 // output is O = Z V, Z = P * F, where P = softmax(S) row by row (S the scaled, masked
-// scores) and F[b, h, i, j] is 1/(1 - p) if
-//   philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= p
-// and 0 otherwise. The mask is a pure function of its index, so the CPU rows and the
-// CUDA tiles compute the same mask in any order, and the backward recomputes it:
-// nothing of size [Tq, Tk] is stored. The softmax statistics (m, l, lse) are those of
+// scores) and F[b, h, i, j] is 1/(1 - p) if the uniform float of one Philox stream word
+// is >= p, and 0 otherwise. With offset rounded up to a multiple of 4 words, the word is
+//   offset + 4 (((b*H + h) ceil(Tq/2) + i/2) ceil(Tk/2) + j/2) + 2 (i % 2) + j % 2:
+// the four words of one Philox block go to a 2 x 2 square of queries and keys, the
+// square a CUDA thread holds (attention_dropout.h). The mask is a pure function of its
+// index, so the CPU rows and the CUDA tiles compute the same mask in any order, and the
+// backward recomputes it: nothing of size [Tq, Tk] is stored. The softmax statistics (m, l, lse) are those of
 // the undropped P; dropout only changes what multiplies V. The backward, by the chain
 // rule through Z = P * F and the softmax:
 //   dV = Z^T dO,  dZ_ij = dO_i . V_j,  dP_ij = dZ_ij F_ij,
@@ -66,7 +68,7 @@ void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bo
                            const Tensor& lse) {
   const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const AttentionDropout drop(dropout_p, seed, offset);
+  const AttentionDropout drop(dropout_p, seed, offset, tq, tk);
   const float* pq = q.data_ptr<float>();
   const float* pk = k.data_ptr<float>();
   const float* pv = v.data_ptr<float>();
@@ -100,7 +102,7 @@ void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bo
         for (int64_t j = 0; j < nj; ++j) {
           const double p = std::exp(scores[j] - m_new);
           l += p;  // the softmax sums undropped probabilities
-          const double z = p * drop.factor(r, j0 + j, tk);
+          const double z = p * drop.factor(bh, i, j0 + j);
           const float* vj = vb + (j0 + j) * D;
           for (int64_t d = 0; d < D; ++d) acc[d] += z * vj[d];
         }
@@ -118,7 +120,7 @@ void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, c
                             const Tensor& grad_k, const Tensor& grad_v) {
   const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const AttentionDropout drop(dropout_p, seed, offset);
+  const AttentionDropout drop(dropout_p, seed, offset, tq, tk);
   const float* pq = q.data_ptr<float>();
   const float* pk = k.data_ptr<float>();
   const float* pv = v.data_ptr<float>();
@@ -148,7 +150,7 @@ void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, c
           const float* kj = kb + j * D;
           const float* vj = vb + j * D;
           const double p = std::exp(scale * dot(qi, kj, D) - plse[r]);
-          const double f = drop.factor(r, j, tk);
+          const double f = drop.factor(bh, i, j);
           const double ds = p * (dot(doi, vj, D) * f - delta);
           for (int64_t d = 0; d < D; ++d) {
             dv[j * D + d] += p * f * doi[d];

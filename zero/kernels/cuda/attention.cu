@@ -14,8 +14,9 @@ namespace {
 using namespace cuda::flash;
 
 // ---------------------------------------------------------------------------------
-// Kernel. grid = (B * H, query tiles); block = kThreads. Warp w owns query rows
-// q0 + 16 w ... of the tile; its thread (g, t) holds rows g and g + 8 of those.
+// Kernel. grid = (B * H, query tiles), the last tile first; block = kThreads. Warp w
+// owns query rows q0 + 16 w ... of the tile; its thread (g, t) holds rows 2g and 2g + 1
+// of those (Q is loaded in pair order).
 
 template <int kD, bool kExact>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
@@ -29,14 +30,14 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
   const auto ks = [&](int b) { return smem + (1 + b) * kSize; };
   const auto vs = [&](int b) { return smem + (3 + b) * kSize; };
   const int64_t bh = blockIdx.x;
-  const int q0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};  // this thread's two queries
+  const int rows[2] = {q0 + r0 + 2 * g, q0 + r0 + 2 * g + 1};  // this thread's two queries
   const float* kp = k.slice(bh, H);
   const float* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async);
-  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async);
-  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async, true);
+  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async, false);
+  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async, false);
   commit_tiles();
 
   float o[kD / 8][4] = {};  // 16 x kD: columns 8n.. in o[n]
@@ -46,8 +47,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
   for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
     // Start loading the next tile into the other buffer, then wait for this one.
     if (k0 + kTile < k_end) {
-      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async);
-      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async);
+      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async, false);
+      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async, false);
     }
     commit_tiles();
     wait_tiles<1>();
@@ -65,45 +66,51 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
         mma<kExact>(s[j], fa, split<kExact>(b));
       }
     }
-    // Online softmax of each of the thread's two rows (x = 0: row g, x = 1: row g + 8);
-    // the other 48 columns of a row are held by the 3 other threads of its quad.
+    // Online softmax of the thread's two rows (s[j][e] is row rows[e / 2]); the other
+    // 48 columns of a row are held by the 3 other threads of its quad.
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + 8 * j + 2 * t + e % 2;
+        s[j][e] = visible(rows[e / 2], key, Tq, Tk, causal) ? s[j][e] * scale : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
+      }
+    }
+    float m_use[2], alpha[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int x = 0; x < 2; ++x) {
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < kSteps; ++j) {
-#pragma unroll
-        for (int e = 2 * x; e < 2 * x + 2; ++e) {
-          const int key = k0 + 8 * j + 2 * t + e % 2;
-          s[j][e] = visible(rows[x], key, Tq, Tk, causal) ? s[j][e] * scale : -INFINITY;
-          tile_max = fmaxf(tile_max, s[j][e]);
-        }
-      }
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float m_new = fmaxf(m[x], tile_max);
+      tile_max[x] = fmaxf(tile_max[x], __shfl_xor_sync(0xffffffffu, tile_max[x], 1));
+      tile_max[x] = fmaxf(tile_max[x], __shfl_xor_sync(0xffffffffu, tile_max[x], 2));
+      const float m_new = fmaxf(m[x], tile_max[x]);
       // A row with nothing visible yet keeps m = -inf; subtract 0 instead so that
       // exp(-inf - -inf) never makes a NaN (every p and alpha is then 0).
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      const float alpha = __expf(m[x] - m_use);
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kSteps; ++j) {
-        float f[2];  // the thread's two keys of this step are neighbours: one Philox block
-        drop.factor_pair(bh * Tq + rows[x], k0 + 8 * j + 2 * t, Tk, f[0], f[1]);
-#pragma unroll
-        for (int e = 2 * x; e < 2 * x + 2; ++e) {
-          const float p = __expf(s[j][e] - m_use);
-          sum += p;
-          s[j][e] = p * f[e % 2];  // V meets the dropped P; the sum takes the undropped P
-        }
-      }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      l[x] = l[x] * alpha + sum;
+      m_use[x] = m_new == -INFINITY ? 0.0f : m_new;
+      alpha[x] = __expf(m[x] - m_use[x]);
       m[x] = m_new;
+    }
 #pragma unroll
-      for (int n = 0; n < kD / 8; ++n) o[n][2 * x] *= alpha, o[n][2 * x + 1] *= alpha;
+    for (int j = 0; j < kSteps; ++j) {
+      float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
+      drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = __expf(s[j][e] - m_use[e / 2]);
+        sum[e / 2] += p;
+        s[j][e] = p * f[e];  // V meets the dropped P; the sum takes the undropped P
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      sum[x] += __shfl_xor_sync(0xffffffffu, sum[x], 1);
+      sum[x] += __shfl_xor_sync(0xffffffffu, sum[x], 2);
+      l[x] = l[x] * alpha[x] + sum[x];
+    }
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
     }
     // O += P V: P's accumulator is the A operand as it is (Note [Tensor Cores in FP32]).
 #pragma unroll
@@ -163,7 +170,7 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
                             const Tensor& lse) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
-  const AttentionDropout drop(dropout_p, seed, offset);
+  const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
   dispatch(q.size(3), [&](auto width, auto exact) {
     forward<decltype(width)::value, decltype(exact)::value>(q, k, v, causal, drop, out, lse);
   });

@@ -59,9 +59,20 @@
 // fragment reads of a warp fall in 32 different banks. D is padded up to a compiled
 // width of 32, 64 or 128 (zeros add nothing), so any D <= 128 works.
 //
-// Dropout (Note [Attention dropout] in cpu/attention_cpu.cpp): each thread redraws the
-// factor F of the (i, j) it holds from the CPU's global index. The forward sums P into l
-// but multiplies V by P * F; the backward uses P^T * F for dV and dP * F in dS.
+// Dropout (Note [Attention dropout] in cpu/attention_cpu.cpp): the mask gives each
+// 2 x 2 square of queries and keys the four words of one Philox block. Per 8-key step a
+// thread's accumulator holds two rows and two neighbouring columns. The tiles a warp
+// takes as A (Q and dO; K and V in the dK, dV kernel) are loaded in pair order
+// (`pair_row`), which makes the two rows neighbours as well: the four values are one
+// square, and one block evaluation draws all four factors. (Drawing each factor on its
+// own, ten Philox rounds per value, had cost more instructions than the tile products.)
+// The forward sums P into l but multiplies V by P * F; the backward uses P^T * F for dV
+// and dP * F in dS.
+//
+// Order of the blocks: under the causal mask a later query tile sees more keys. The
+// forward and dQ kernels take the query tiles last to first, so the longest blocks
+// start first and the short ones fill in at the end (dK, dV's first key tiles are
+// already its longest).
 #pragma once
 
 #include <cstdint>
@@ -171,6 +182,12 @@ __device__ inline void acc_as_a(float a[4], const float c[4]) {
 // ---------------------------------------------------------------------------------
 // Tiles and masks
 
+// The shared row of tile row r in pair order: in each group of 16 rows, rows 2m and
+// 2m + 1 go to shared rows m and m + 8, the rows g and g + 8 of one thread's A operand
+// (a_rows). Reading the A rows apart in the shared tile instead would cost bank
+// conflicts.
+__device__ inline int pair_row(int r) { return (r & ~15) | (r & 1) << 3 | (r & 15) >> 1; }
+
 // Starts copying rows [row0, row0 + 64) of a [rows, D] matrix whose rows are `ld`
 // floats apart into a shared tile, with zeros past the last row and past column D.
 //
@@ -179,15 +196,19 @@ __device__ inline void acc_as_a(float a[4], const float c[4]) {
 // block computes on the tile before; `wait_tiles` makes them visible. Otherwise the
 // threads copy float by float and the tile is ready when this returns. Both paths
 // leave the same tile, so the kernels are written once for either.
+//
+// With `paired` the rows are stored in pair order (`pair_row`): the tile of an operand
+// whose rows a warp takes as A, so that a thread's two A rows are neighbours.
 template <int kD>
 __device__ inline void load_tile(float* tile, const float* src, int64_t ld, int row0, int rows,
-                                 int D, bool async) {
+                                 int D, bool async, bool paired) {
   if (async) {
     for (int c = threadIdx.x; c < kTile * kD / 4; c += kThreads) {
       const int r = c / (kD / 4), d = c % (kD / 4) * 4;
       const bool inside = row0 + r < rows && d < D;
       const float* from = inside ? src + (row0 + r) * ld + d : src;
-      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(tile + r * kLd<kD> + d));
+      float* dst = tile + (paired ? pair_row(r) : r) * kLd<kD> + d;
+      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
       // A source size of 0 copies nothing and fills the 16 bytes with zeros.
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
                    "r"(inside ? 16 : 0));
@@ -196,7 +217,8 @@ __device__ inline void load_tile(float* tile, const float* src, int64_t ld, int 
   }
   for (int e = threadIdx.x; e < kTile * kD; e += kThreads) {
     const int r = e / kD, d = e % kD;
-    tile[r * kLd<kD> + d] = row0 + r < rows && d < D ? src[(row0 + r) * ld + d] : 0.0f;
+    tile[(paired ? pair_row(r) : r) * kLd<kD> + d] =
+        row0 + r < rows && d < D ? src[(row0 + r) * ld + d] : 0.0f;
   }
 }
 
@@ -211,7 +233,8 @@ __device__ inline void wait_tiles() {
 }
 
 // Writes a warp's 16 x kD accumulators acc[n] (columns 8n..) times `scale` to rows
-// r0, r0 + 1, ... of a [rows, D] matrix whose rows are `ld` floats apart.
+// r0, r0 + 1, ... of a [rows, D] matrix whose rows are `ld` floats apart. The
+// accumulator rows are in pair order: thread (g, t) holds rows r0 + 2g and r0 + 2g + 1.
 template <int kD>
 __device__ inline void store_acc(float* dst, int64_t ld, const float (*acc)[4], float scale,
                                  int r0, int rows, int D) {
@@ -220,7 +243,7 @@ __device__ inline void store_acc(float* dst, int64_t ld, const float (*acc)[4], 
   for (int n = 0; n < kD / 8; ++n) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = r0 + g + 8 * (e / 2), d = 8 * n + 2 * t + e % 2;
+      const int r = r0 + 2 * g + e / 2, d = 8 * n + 2 * t + e % 2;
       if (r < rows && d < D) dst[r * ld + d] = acc[n][e] * scale;
     }
   }

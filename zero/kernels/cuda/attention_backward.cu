@@ -16,8 +16,9 @@ using namespace cuda::flash;
 
 // ---------------------------------------------------------------------------------
 // Kernels. grid = (B * H, tiles of the owned operand); block = kThreads. Warp w owns
-// rows 16 w ... of the block's tile; its thread (g, t) holds rows g and g + 8 of those
-// and, of a 16 x 64 score tile, columns 8j + 2t and 8j + 2t + 1 in s[j].
+// rows 16 w ... of the block's tile; its thread (g, t) holds rows 2g and 2g + 1 of
+// those (the owned operands are loaded in pair order) and, of a 16 x 64 score tile,
+// columns 8j + 2t and 8j + 2t + 1 in s[j].
 
 // delta[row] = sum_d dO[row][d] * O[row][d] for row = bh * Tq + i, one warp per row.
 __global__ void attention_delta_kernel(In grad_out, In out, float* delta, int64_t rows, int H,
@@ -98,16 +99,16 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
   const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) : 0;
   // Loads query tile q0 into buffer b: Q and dO rows, and their lse and delta.
   const auto load_queries = [&](int q0, int b) {
-    load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, async);
-    load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, async);
+    load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, async, false);
+    load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, async, false);
     if (threadIdx.x < kTile) {
       const int i = q0 + threadIdx.x;
       lse_s(b)[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
       delta_s(b)[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
     }
   };
-  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D, async);
-  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D, async);
+  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D, async, true);
+  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D, async, true);
   if (q_begin < Tq) load_queries(q_begin, 0);
   commit_tiles();
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
@@ -122,14 +123,16 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     const float* delta_b = delta_s(buf);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
+      float f[4];  // the dropout factors of the thread's square: f[2 (i % 2) + key % 2]
+      drop.square(bh, (q0 + 8 * j) / 2 + t, (k0 + r0) / 2 + g, f);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = k0 + r0 + g + 8 * (e / 2), c = 8 * j + 2 * t + e % 2, i = q0 + c;
+        const int key = k0 + r0 + 2 * g + e / 2, c = 8 * j + 2 * t + e % 2, i = q0 + c;
         const bool seen = visible(i, key, Tq, Tk, causal);
         const float p = seen ? __expf(st[j][e] * scale - lse_b[c]) : 0.0f;
-        const float f = seen ? drop.factor(bh * Tq + i, key, Tk) : 1.0f;
-        st[j][e] = p * f;                                // Z^T
-        dpt[j][e] = p * (dpt[j][e] * f - delta_b[c]);    // dS^T
+        const float fe = f[2 * (e % 2) + e / 2];
+        st[j][e] = p * fe;                                // Z^T
+        dpt[j][e] = p * (dpt[j][e] * fe - delta_b[c]);    // dS^T
       }
     }
     times_tile<kD, kExact>(dv, st, dos(buf));   // dV += Z^T dO
@@ -153,16 +156,18 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
   const auto ks = [&](int b) { return smem + (2 + b) * kSize; };
   const auto vs = [&](int b) { return smem + (4 + b) * kSize; };
   const int64_t bh = blockIdx.x;
-  const int q0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
+  // The last query tile first: under the causal mask it is the longest (Note [Flash
+  // attention], order of the blocks).
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const float* kp = k.slice(bh, H);
   const float* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async);
-  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D, async);
-  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async);
-  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async, true);
+  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D, async, true);
+  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async, false);
+  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async, false);
   commit_tiles();
-  const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};  // this thread's two queries
+  const int rows[2] = {q0 + r0 + 2 * g, q0 + r0 + 2 * g + 1};  // this thread's two queries
   float row_lse[2], row_delta[2];
   for (int x = 0; x < 2; ++x) {
     row_lse[x] = rows[x] < Tq ? lse[bh * Tq + rows[x]] : 0.0f;
@@ -172,8 +177,8 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
   for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
     if (k0 + kTile < k_end) {
-      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async);
-      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async);
+      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async, false);
+      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async, false);
     }
     commit_tiles();
     wait_tiles<1>();
@@ -182,17 +187,14 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
     two_scores<kD, kExact>(s, dp, qs, ks(buf), dos, vs(buf), r0);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
+      float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
+      drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
 #pragma unroll
-      for (int x = 0; x < 2; ++x) {
-        float f[2];  // the thread's two keys of this step are neighbours: one Philox block
-        drop.factor_pair(bh * Tq + rows[x], k0 + 8 * j + 2 * t, Tk, f[0], f[1]);
-#pragma unroll
-        for (int e = 2 * x; e < 2 * x + 2; ++e) {
-          const int key = k0 + 8 * j + 2 * t + e % 2;
-          const bool seen = visible(rows[x], key, Tq, Tk, causal);
-          const float p = seen ? __expf(s[j][e] * scale - row_lse[x]) : 0.0f;
-          s[j][e] = p * (dp[j][e] * (seen ? f[e % 2] : 1.0f) - row_delta[x]);  // dS
-        }
+      for (int e = 0; e < 4; ++e) {
+        const int x = e / 2, key = k0 + 8 * j + 2 * t + e % 2;
+        const bool seen = visible(rows[x], key, Tq, Tk, causal);
+        const float p = seen ? __expf(s[j][e] * scale - row_lse[x]) : 0.0f;
+        s[j][e] = p * (dp[j][e] * f[e] - row_delta[x]);  // dS
       }
     }
     times_tile<kD, kExact>(dq, s, ks(buf));  // dQ += dS K
@@ -256,7 +258,7 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
-  const AttentionDropout drop(dropout_p, seed, offset);
+  const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
   dispatch(q.size(3), [&](auto width, auto exact) {
     backward<decltype(width)::value, decltype(exact)::value>(q, k, v, out, lse, grad_out, causal,
                                                             drop, grad_q, grad_k, grad_v);

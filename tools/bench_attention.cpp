@@ -1,0 +1,77 @@
+// The fused causal attention kernels on CUDA, timed apart on the GPT's shapes in each
+// precision mode: the forward, and the backward (delta, then the dK, dV kernel, then the
+// dQ kernel), with and without dropout on the probabilities.
+//
+//   bench_attention
+//
+// Why it exists: attention is the second largest share of a GPT step after the Linear
+// GEMMs (docs/speed_notes.md), and its kernels are Zero's own. Prints the median ms of
+// each and its rate in TFLOP/s of the causal products: 2 for the forward (S = Q K^T and
+// P V) and 5 for the backward (S again, dP, dV, dK, dQ), each 2 B H T^2 D / 2 flops. The
+// dQ kernel recomputes S and dP, so the backward does 7 products' work; the rate counts 5,
+// the count of a backward that would not.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "zero/cuda/stream.h"
+#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/tensor_ops.h"
+
+using namespace zero;
+
+namespace {
+
+template <typename F>
+float median_ms(F&& f) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> ms;
+  cuda::EventTimer timer;
+  for (int i = 0; i < 15; ++i) {
+    timer.Start();
+    f();
+    ms.push_back(timer.Stop());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  if (!cuda_available()) {
+    std::printf("[skipped] needs a CUDA device\n");
+    return 0;
+  }
+  struct Shape { const char* name; int64_t B, H, T, D; float dropout; };
+  const Shape shapes[] = {{"char", 64, 6, 256, 64, 0.2f},
+                          {"char p=0", 64, 6, 256, 64, 0.0f},
+                          {"gpt2", 8, 12, 1024, 64, 0.0f}};
+  const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
+  std::printf("%-10s %-5s %18s %18s\n", "shape", "mode", "forward ms TF/s", "backward ms TF/s");
+  for (const char* mode : {"0", "tf32"}) {
+    ops::set_matmul_mode_override(mode);
+    for (const Shape& s : shapes) {
+      const Tensor q = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor k = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor v = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor g = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor out = Tensor::Empty({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor lse = Tensor::Empty({s.B, s.H, s.T}, gpu);
+      const Tensor gq = Tensor::Empty({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor gk = Tensor::Empty({s.B, s.H, s.T, s.D}, gpu);
+      const Tensor gv = Tensor::Empty({s.B, s.H, s.T, s.D}, gpu);
+      const double product_gflop = 1e-9 * s.B * s.H * s.T * s.T * s.D;  // causal: half of 2 T^2 D
+      const float fwd = median_ms([&] {
+        ops::attention_forward(q, k, v, true, s.dropout, 7, 0, out, lse);
+      });
+      const float bwd = median_ms([&] {
+        ops::attention_backward(q, k, v, out, lse, g, true, s.dropout, 7, 0, gq, gk, gv);
+      });
+      std::printf("%-10s %-5s %8.3f %9.1f %8.3f %9.1f\n", s.name, mode, fwd,
+                  2 * product_gflop / fwd, bwd, 5 * product_gflop / bwd);
+    }
+  }
+  ops::set_matmul_mode_override(nullptr);
+  return 0;
+}
