@@ -2,7 +2,7 @@
 // precision mode: the forward, and the backward (delta, then the dK, dV kernel, then the
 // dQ kernel), with and without dropout on the probabilities.
 //
-//   bench_attention
+//   bench_attention [mode] [shape]     e.g. bench_attention tf32 gpt2 (default: all)
 //
 // Why it exists: attention is the second largest share of a GPT step after the Linear
 // GEMMs (docs/speed_notes.md), and its kernels are Zero's own. Prints the median ms of
@@ -12,6 +12,7 @@
 // the count of a backward that would not.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "zero/cuda/stream.h"
@@ -38,7 +39,9 @@ float median_ms(F&& f) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string only_mode = argc > 1 ? argv[1] : "";
+  const std::string only_shape = argc > 2 ? argv[2] : "";
   if (!cuda_available()) {
     std::printf("[skipped] needs a CUDA device\n");
     return 0;
@@ -50,8 +53,10 @@ int main() {
   const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
   std::printf("%-10s %-5s %18s %18s\n", "shape", "mode", "forward ms TF/s", "backward ms TF/s");
   for (const char* mode : {"0", "tf32"}) {
+    if (!only_mode.empty() && only_mode != mode) continue;
     ops::set_matmul_mode_override(mode);
     for (const Shape& s : shapes) {
+      if (!only_shape.empty() && only_shape != s.name) continue;
       const Tensor q = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
       const Tensor k = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
       const Tensor v = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);

@@ -169,6 +169,25 @@ TEST_P(MatMulOpTest, RejectsBatchesThatDoNotBroadcast) {
   expect_contains(message, "[3, 4, 5]");
 }
 
+// ops::matmul with accumulate adds the product to what the output holds: for a plain,
+// a transposed and a batched product, and with K = 0 (nothing to add).
+TEST_P(MatMulOpTest, KernelAccumulatesIntoTheOutput) {
+  struct Case { Tensor a, b; };
+  const Tensor at = randn_leaf({6, 5}, device(), 3).Transpose(0, 1);  // (5, 6)
+  const Case cases[] = {{randn_leaf({5, 7}, device(), 1), randn_leaf({7, 6}, device(), 2)},
+                        {at, randn_leaf({6, 4}, device(), 4)},
+                        {randn_leaf({3, 5, 7}, device(), 5), randn_leaf({7, 2}, device(), 6)},
+                        {Tensor::Zeros({4, 0}).To(device()), Tensor::Zeros({0, 3}).To(device())}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.a.sizes()) + " @ " + shape_to_string(c.b.sizes()));
+    const Shape shape = ops::matmul_shape(c.a.sizes(), c.b.sizes());
+    const Tensor before = randn_leaf(shape, device(), 7);
+    const Tensor out = before.Detach().Clone();
+    ops::matmul(c.a, c.b, out, /*accumulate=*/true);
+    expect_close(out, before + matmul(c.a, c.b), 1e-5f, 1e-5f);
+  }
+}
+
 TEST_P(MatMulOpTest, KernelRejectsWrongOutputShape) {
   const Tensor a = randn_leaf({2, 3}, device(), 1), b = randn_leaf({3, 4}, device(), 2);
   const Tensor out = Tensor::Empty({2, 5}, a.options());

@@ -9,6 +9,7 @@
 
 #include "tests/support/test_support.h"
 #include "zero/kernels/attention_dropout.h"
+#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -168,6 +169,48 @@ TEST_P(AttentionTest, StridedOperandsMatchContiguous) {
     expect_close(heads(grad_qkv, 2 * C), gv_c, 1e-6f, 1e-7f);
     expect_close(grad_qkv.Slice(2, 3 * C, 3 * C + kPad),
                  std::vector<float>(B * T * kPad, -7.0f));
+  }
+}
+
+// The CUDA kernels in exact mode (3xTF32) and with MX_FAST_MATMUL=tf32 (one TF32
+// product, operands truncated to TF32) against the CPU's double accumulators, forward and
+// backward, with dropout, over several tiles of 64 and D = 64 (the GPT's head width).
+TEST(AttentionModesCudaTest, ExactAndTf32AgainstTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
+  const int64_t B = 2, H = 2, T = 150, D = 64;
+  constexpr float kP = 0.2f;
+  Generator gen(21);
+  const Tensor q = Tensor::Randn({B, H, T, D}, {}, &gen), k = Tensor::Randn({B, H, T, D}, {}, &gen);
+  const Tensor v = Tensor::Randn({B, H, T, D}, {}, &gen);
+  const Tensor grad_out = Tensor::Randn({B, H, T, D}, {}, &gen);
+  // Runs forward and backward on `device`: out, dq, dk, dv.
+  const auto run = [&](Device device) {
+    const TensorOption on = TensorOption().OnDevice(device);
+    const Tensor qd = q.To(device), kd = k.To(device), vd = v.To(device);
+    Tensor out = Tensor::Empty({B, H, T, D}, on), lse = Tensor::Empty({B, H, T}, on);
+    ops::attention_forward(qd, kd, vd, true, kP, 3, 8, out, lse);
+    std::vector<Tensor> r = {out, Tensor::Empty(q.sizes(), on), Tensor::Empty(q.sizes(), on),
+                             Tensor::Empty(q.sizes(), on)};
+    ops::attention_backward(qd, kd, vd, out, lse, grad_out.To(device), true, kP, 3, 8, r[1], r[2],
+                            r[3]);
+    return r;
+  };
+  const std::vector<Tensor> want = run(Device::Cpu());
+  const char* names[] = {"out", "dq", "dk", "dv"};
+  double exact_error[4];
+  ops::set_matmul_mode_override("0");
+  std::vector<Tensor> got = run(Device::Cuda(0));
+  for (int i = 0; i < 4; ++i) {
+    exact_error[i] = testing::max_relative_error(got[i], want[i]);
+    EXPECT_LT(exact_error[i], 1e-5) << names[i] << ", exact mode";
+  }
+  ops::set_matmul_mode_override("tf32");
+  got = run(Device::Cuda(0));
+  ops::set_matmul_mode_override(nullptr);
+  for (int i = 0; i < 4; ++i) {
+    const double error = testing::max_relative_error(got[i], want[i]);
+    EXPECT_LT(error, 1e-2) << names[i] << ", tf32 mode";
+    EXPECT_GT(error, 10 * exact_error[i]) << names[i] << ": tf32 mode ran the exact products";
   }
 }
 

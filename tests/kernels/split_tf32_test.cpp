@@ -104,6 +104,31 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SplitTf32CudaTest,
                            return name(info.param);
                          });
 
+// out += a b (ops::matmul with accumulate; the chunked cross-entropy sums its weight
+// gradient this way) in every mode, on a shape large enough for split TF32: first on a
+// shape no call has tuned yet (cuBLASLt's first choice), then after a plain call tuned it.
+TEST(SplitTf32AccumulateCudaTest, AddsTheProductToTheOutputInEveryMode) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
+  struct Mode { const char* name; double tolerance; };
+  for (const Mode mode : {Mode{"ieee", 1e-5}, Mode{"0", 1e-5}, Mode{"tf32", 5e-3}}) {
+    ops::set_matmul_mode_override(mode.name);
+    const Tensor a = operand(264, 303, Layout::kTransposed, 11);
+    const Tensor b = operand(303, 272, Layout::kContiguous, 12);
+    const Tensor c = operand(264, 272, Layout::kContiguous, 13);
+    const Tensor want = (c.Cpu() + matmul(a.Cpu(), b.Cpu())).Contiguous();
+    const Tensor out = c.Clone();
+    ops::matmul(a, b, out, /*accumulate=*/true);
+    EXPECT_LT(testing::max_relative_error(out, want), mode.tolerance) << mode.name << ", untuned";
+    const Tensor twice = Tensor::Empty({264, 272}, c.options());
+    ops::matmul(a, b, twice);
+    ops::matmul(a, b, twice, /*accumulate=*/true);
+    const Tensor want_twice = (matmul(a.Cpu(), b.Cpu()) * 2.0f).Contiguous();
+    EXPECT_LT(testing::max_relative_error(twice, want_twice), mode.tolerance)
+        << mode.name << ", tuned";
+  }
+  ops::set_matmul_mode_override(nullptr);
+}
+
 // The Linear layer's three GEMMs (forward through cuBLASLt with the bias epilogue,
 // grad_x through cuBLAS, grad_weight through cuBLASLt with the bias gradient summed
 // apart) against the same layer on the CPU.

@@ -32,7 +32,7 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   check_same_device("matmul", {&a, &b, &out});
   for (const Tensor* t : {&a, &b, &out}) {
     ZERO_CHECK(t->dtype() == DataType::F32, "matmul: expected f32 operands, got ",
@@ -45,9 +45,9 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   ZERO_CHECK(out.is_contiguous() || out.numel() == 0,
              "matmul: expected a contiguous output, got strides ", shape_to_string(out.strides()));
   if (out.device().is_cpu()) {
-    matmul_cpu(a, b, out);
+    matmul_cpu(a, b, out, accumulate);
   } else {
-    matmul_cuda(a, b, out);
+    matmul_cuda(a, b, out, accumulate);
   }
 }
 

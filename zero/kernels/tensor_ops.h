@@ -102,8 +102,10 @@ void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& g
 /// @{
 
 /// `out[..., M, N] = a[..., M, K] @ b[..., K, N]`. Leading (batch) dimensions broadcast;
-/// `a` and `b` may be transposed views (any strides); `out` is contiguous.
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+/// `a` and `b` may be transposed views (any strides); `out` is contiguous. With
+/// `accumulate`, `out += a @ b` instead: the GEMM reads `out` and adds to it, which
+/// saves a pass over a separate product when partial products are summed.
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate = false);
 /// The shape of `a @ b`, [broadcast batch..., M, N]; throws, naming both shapes, unless
 /// both are at least 2-d, their inner dimensions K agree and their batch dimensions broadcast.
 Shape matmul_shape(const Shape& a, const Shape& b);

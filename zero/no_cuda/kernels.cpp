@@ -45,7 +45,7 @@ void dropout_backward_cuda(const Tensor& grad_y, float p, uint64_t seed, uint64_
 void masked_fill_cuda(const Tensor& x, const Tensor& mask, float value, const Tensor& out) { no_cuda_kernel("masked_fill"); }
 void concat_cuda(const std::vector<Tensor>& inputs, int dim, const Tensor& out) { no_cuda_kernel("concat"); }
 void adamw_update_cuda(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const AdamWParams& hp) { no_cuda_kernel("adamw_update"); }
-void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out) { no_cuda_kernel("matmul"); }
+void matmul_cuda(const Tensor&, const Tensor&, const Tensor&, bool) { no_cuda_kernel("matmul"); }
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) { no_cuda_kernel("linear_forward"); }
 void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight, const Tensor& grad_bias) { no_cuda_kernel("linear_backward_params"); }
 void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out, const Tensor& lse) { no_cuda_kernel("attention_forward"); }

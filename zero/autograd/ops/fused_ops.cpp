@@ -146,7 +146,6 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
                                    Tensor& grad_weight) {
   const int64_t n = x.size(0), vocab = weight.size(0);
   const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
-  Tensor partial;  // (V, C) one chunk's share of grad_weight, after the first chunk
   Tensor buffer = Tensor::Empty({std::min(n, chunk_rows_), vocab}, x.options());  // (chunk, V)
   for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
     const int64_t r1 = std::min(n, r0 + chunk_rows_);
@@ -161,15 +160,9 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
     ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
                                       grad, count_, ignore_index_);  // logits -> dlogits
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
-    if (!grad_weight.defined()) continue;
-    // matmul overwrites its output, so every chunk after the first goes through
-    // `partial` and is added in.
-    if (r0 == 0) {
-      ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight);  // (V, C)
-    } else {
-      if (!partial.defined()) partial = Tensor::Empty(weight.sizes(), weight.options());
-      ops::matmul(logits.Transpose(0, 1), x_chunk, partial);  // (V, C)
-      ops::add(grad_weight, partial, grad_weight);
+    // (V, C): the first chunk writes grad_weight, the others add into it.
+    if (grad_weight.defined()) {
+      ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight, /*accumulate=*/r0 > 0);
     }
   }
 }

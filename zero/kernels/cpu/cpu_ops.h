@@ -29,7 +29,7 @@ void softmax_forward_cpu(const Tensor& x, const Tensor& y);
 void softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
 void log_softmax_forward_cpu(const Tensor& x, const Tensor& y);
 void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
-void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out);
+void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate = false);
 void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             const Tensor& y, const Tensor& mean, const Tensor& rstd);
 void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor& weight,

@@ -59,7 +59,7 @@ GemmOperand gemm_operand(const Tensor& t, const Shape& out_batch) {
 
 }  // namespace
 
-void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out) {
+void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   const Shape out_batch(out.sizes().begin(), out.sizes().end() - 2);
   const GemmOperand ga = gemm_operand(a, out_batch);
   const GemmOperand gb = gemm_operand(b, out_batch);
@@ -72,7 +72,7 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out) {
 #pragma omp parallel for schedule(static) if (across_batch)
   for (int64_t i = 0; i < batch; ++i) {
     gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
-             gb.data + gb.batch.Offset(i), gb.ld, 0.0f, po + i * M * N, N);
+             gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
   }
 }
 

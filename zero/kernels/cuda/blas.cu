@@ -140,17 +140,18 @@ bool linear_batch_stride(const DimsArg& d, int64_t batch, int64_t& stride) {
   return true;
 }
 
+// C = A B, or C += A B with beta = 1.
 void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
           int64_t M, int64_t N, int64_t K, const float* A, int64_t stride_a, const float* B,
-          int64_t stride_b, float* C, int64_t batch) {
+          int64_t stride_b, float* C, int64_t batch, float beta) {
   // C^T (N x M) = op(B) op(A), see Note [Row-major tensors in a column-major library].
   const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   // cuBLAS's first operand is B (op(B) is N x K), its second A (op(A) is K x M).
   if (batch == 1 && cuda::split_tf32_pays(device, N, M, K) &&
       cuda::split_tf32_gemm(device, op_b == CUBLAS_OP_T, op_a == CUBLAS_OP_T, N, M, K, B, lb.ld,
-                            A, la.ld, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr)) {
+                            A, la.ld, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr, beta)) {
     return;
   }
   if (batch == 1) {
@@ -171,7 +172,7 @@ void set_matmul_mode_override(const char* mode) {
                       std::memory_order_relaxed);
 }
 
-void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
+void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
   cuda::set_device(out);
   MatrixLayout la, lb;
   const Tensor a = matrix_layout(a_in, la) ? a_in : a_in.Contiguous();
@@ -180,7 +181,8 @@ void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   matrix_layout(b, lb);
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   if (out.numel() == 0) return;
-  if (K == 0) return fill_cuda(out, 0.0f);
+  if (K == 0) return accumulate ? void() : fill_cuda(out, 0.0f);
+  const float beta = accumulate ? 1.0f : 0.0f;
 
   // Batch dimensions: out's leading dims; a and b broadcast to them.
   const Shape batch_shape(out.sizes().begin(), out.sizes().end() - 2);
@@ -197,14 +199,14 @@ void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
   float* pc = out.data_ptr<float>();
   int64_t sa = 0, sb = 0;
   if (linear_batch_stride(da, batch, sa) && linear_batch_stride(db, batch, sb)) {
-    gemm(out.device().index(), handle, la, lb, M, N, K, pa, sa, pb, sb, pc, batch);
+    gemm(out.device().index(), handle, la, lb, M, N, K, pa, sa, pb, sb, pc, batch, beta);
     return;
   }
   // Batch strides that no single stride describes (e.g. [2,1] against [1,3]): one
   // GEMM per batch element. Rare, and each GEMM is still a full cuBLAS call.
   for (int64_t i = 0; i < batch; ++i) {
     gemm(out.device().index(), handle, la, lb, M, N, K, pa + da.Offset(i), 0, pb + db.Offset(i), 0,
-         pc + i * M * N, 1);
+         pc + i * M * N, 1, beta);
   }
 }
 

@@ -27,12 +27,12 @@ cublasComputeType_t compute_type();
 // TF32 (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh).
 bool split_tf32_mode();
 
-// Column-major D (m x n, ld m) = op(A) op(B) as split TF32 through cuBLASLt, with
-// `epilogue` (not BGRADB) reading `bias`; A and B column-major with leading dimensions
-// lda and ldb, transposed when trans_a / trans_b. Defined in blas_lt.cu. Returns false,
-// having written nothing, when cuBLASLt has no algorithm for it.
+// Column-major D (m x n, ld m) = op(A) op(B) + beta D as split TF32 through cuBLASLt,
+// with `epilogue` (not BGRADB) reading `bias`; A and B column-major with leading
+// dimensions lda and ldb, transposed when trans_a / trans_b. Defined in blas_lt.cu.
+// Returns false, having written nothing, when cuBLASLt has no algorithm for it.
 bool split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      const float* A, int64_t lda, const float* B, int64_t ldb, float* D,
-                     cublasLtEpilogue_t epilogue, float* bias);
+                     cublasLtEpilogue_t epilogue, float* bias, float beta = 0.0f);
 
 }  // namespace zero::ops::cuda

@@ -30,7 +30,7 @@ void softmax_forward_cuda(const Tensor& x, const Tensor& y);
 void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
 void log_softmax_forward_cuda(const Tensor& x, const Tensor& y);
 void log_softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x);
-void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out);
+void matmul_cuda(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate = false);
 // Overrides MX_FAST_MATMUL for this process from now on ("0", "ieee", "1"/"fp16", "tf32");
 // nullptr goes back to the environment's choice. Only for benchmarks that compare the
 // modes in one run (chapter 07); everything else sets the environment variable.
