@@ -54,17 +54,25 @@ void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, in
 }
 
 void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                                  const Tensor& grad_loss, const Tensor& count, int ignore_index) {
+                                  const Tensor& grad_loss, const Tensor& count, int ignore_index,
+                                  const Tensor& transposed) {
   const char* op = "cross_entropy_chunk_backward";
   check_same_device(op, {&logits, &targets, &lse, &grad_loss, &count});
   check_chunk(op, logits, targets, lse);
   check_scalar(op, grad_loss, "grad_loss");
   check_scalar(op, count, "count");
+  if (transposed.defined()) {
+    check_same_device(op, {&logits, &transposed});
+    check_tensor(op, transposed, "transposed", DataType::F32,
+                 {logits.size(1), logits.size(0)});
+  }
   if (logits.numel() == 0) return;
   if (logits.device().is_cpu()) {
-    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index);
+    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index,
+                                     transposed);
   } else {
-    cross_entropy_chunk_backward_cuda(logits, targets, lse, grad_loss, count, ignore_index);
+    cross_entropy_chunk_backward_cuda(logits, targets, lse, grad_loss, count, ignore_index,
+                                      transposed);
   }
 }
 

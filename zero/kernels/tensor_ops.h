@@ -233,8 +233,12 @@ void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, in
                                  const Tensor& count, const Tensor& lse, const Tensor& loss);
 /// In place: turns a chunk's `logits` [n, V] into their gradient
 /// `grad_loss / count * (softmax(logits) - onehot(target))`, zero rows for ignored targets.
+/// When `transposed` (contiguous [V, n]) is given it receives the same gradient
+/// transposed, for a weight-gradient GEMM that reduces over the rows (the layout the
+/// Tensor Cores read fastest, Note [FP32 GEMMs on TF32 Tensor Cores]).
 void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                                  const Tensor& grad_loss, const Tensor& count, int ignore_index);
+                                  const Tensor& grad_loss, const Tensor& count, int ignore_index,
+                                  const Tensor& transposed = Tensor());
 /// @}
 
 }  // namespace zero::ops

@@ -52,7 +52,7 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
 void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p, uint64_t seed, uint64_t offset, const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) { no_cuda_kernel("attention_backward"); }
 void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t vocab, const Tensor& count) { no_cuda_kernel("cross_entropy_count"); }
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index, const Tensor& count, const Tensor& lse, const Tensor& loss) { no_cuda_kernel("cross_entropy_chunk_forward"); }
-void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets, const Tensor& lse, const Tensor& grad_loss, const Tensor& count, int ignore_index) { no_cuda_kernel("cross_entropy_chunk_backward"); }
+void cross_entropy_chunk_backward_cuda(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, const Tensor&) { no_cuda_kernel("cross_entropy_chunk_backward"); }
 
 // Without CUDA there is no GEMM mode to override; accepting the call keeps tests and
 // chapters that sweep the modes buildable on a CPU-only machine.

@@ -141,28 +141,46 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
 // only scales them by g. Otherwise the backward would have to recompute every chunk of
 // logits: one more [N, C] x [C, V] GEMM, 12.5 ms (6%) of GPT-2's FP32 step. llm.c's fused
 // classifier makes the same trade.
+// Note [The head's weight gradient]
+// grad_weight (V, C) = dlogits^T x sums over the N rows. Both operands in their natural
+// layouts run along that sum with a stride (dlogits is (n, V), x is (N, C)), and on the
+// Tensor Cores such a GEMM runs at about half the rate of one whose operands are
+// contiguous along the sum (bench_linear: 178 against 346 TFLOP/s in TF32 for GPT-2's
+// head). So the chunk's backward also writes dlogits transposed, (V, n), while the tile
+// is in registers, and x is transposed once, (C, N): the GEMM then reads both along the
+// sum. grad_x = dlogits W keeps the row-major dlogits, contiguous along its sum over V.
 void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const Tensor& targets,
                                    const Tensor& loss, const Tensor& grad, Tensor& grad_x,
                                    Tensor& grad_weight) {
-  const int64_t n = x.size(0), vocab = weight.size(0);
+  const int64_t n = x.size(0), vocab = weight.size(0), chunk = std::min(n, chunk_rows_);
   const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
-  Tensor buffer = Tensor::Empty({std::min(n, chunk_rows_), vocab}, x.options());  // (chunk, V)
+  Tensor buffer = Tensor::Empty({chunk, vocab}, x.options());  // (chunk, V)
+  Tensor buffer_t, x_t;  // (chunk * V) flat, for dlogits^T; (C, N)
+  if (grad_weight.defined()) {
+    buffer_t = Tensor::Empty({chunk * vocab}, x.options());
+    x_t = Tensor::Empty({x.size(1), n}, x.options());
+    ops::copy(x.Transpose(0, 1), x_t);
+  }
   for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
-    const int64_t r1 = std::min(n, r0 + chunk_rows_);
+    const int64_t r1 = std::min(n, r0 + chunk_rows_), rows = r1 - r0;
     const Tensor x_chunk = x.Slice(0, r0, r1);          // (rows, C)
-    const Tensor logits = buffer.Slice(0, 0, r1 - r0);  // (rows, V)
+    const Tensor logits = buffer.Slice(0, 0, rows);     // (rows, V)
     ops::matmul(x_chunk, weight_t, logits);
     if (loss.defined()) {
       ops::cross_entropy_chunk_forward(logits, targets.Slice(0, r0, r1), ignore_index_, count_,
                                        lse_.Slice(0, r0, r1), loss);
     }
     if (!grad_x.defined() && !grad_weight.defined()) continue;
+    const Tensor logits_t = grad_weight.defined()
+                                ? buffer_t.Slice(0, 0, rows * vocab).View({vocab, rows})
+                                : Tensor();  // (V, rows)
     ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
-                                      grad, count_, ignore_index_);  // logits -> dlogits
+                                      grad, count_, ignore_index_, logits_t);  // -> dlogits
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     // (V, C): the first chunk writes grad_weight, the others add into it.
     if (grad_weight.defined()) {
-      ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight, /*accumulate=*/r0 > 0);
+      ops::matmul(logits_t, x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight,
+                  /*accumulate=*/r0 > 0);
     }
   }
 }

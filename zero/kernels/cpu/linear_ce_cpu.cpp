@@ -34,7 +34,8 @@ void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets
 
 void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& targets,
                                       const Tensor& lse, const Tensor& grad_loss,
-                                      const Tensor& count, int ignore_index) {
+                                      const Tensor& count, int ignore_index,
+                                      const Tensor& transposed) {
   const int64_t n = logits.size(0), v = logits.size(1);
   float* px = logits.data_ptr<float>();
   const int32_t* pt = targets.data_ptr<int32_t>();
@@ -43,6 +44,11 @@ void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& target
   const float c = *count.data_ptr<float>();
   const float scale = c > 0.0f ? *grad_loss.data_ptr<float>() / c : 0.0f;
   cpu_ce::backward_rows(px, pt, plse, n, v, ignore_index, scale, px);  // in place
+  if (!transposed.defined()) return;
+  float* pt_out = transposed.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < v; ++j) pt_out[j * n + i] = px[i * v + j];
+  }
 }
 
 }  // namespace zero::ops

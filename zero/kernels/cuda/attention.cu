@@ -18,17 +18,29 @@ using namespace cuda::flash;
 // owns query rows q0 + 16 w ... of the tile; its thread (g, t) holds rows 2g and 2g + 1
 // of those (Q is loaded in pair order).
 
+// Up to kD = 64 a warp keeps its query rows in registers, read once from shared memory,
+// and the query tile needs no shared memory of its own after that: four tiles instead
+// of five, so three blocks fit on an SM. In TF32 mode the registers allow three blocks
+// too; exact mode's split operands need more (ptxas spills at three), so it runs two.
+template <int kD>
+constexpr bool kQueryInRegisters = kD <= 64;
 template <int kD, bool kExact>
-__global__ void __launch_bounds__(kThreads) attention_forward_kernel(
+constexpr int kForwardBlocks = kQueryInRegisters<kD> && !kExact ? 3 : 2;
+template <int kD>
+constexpr int kForwardTiles = kQueryInRegisters<kD> ? 4 : 5;
+
+template <int kD, bool kExact>
+__global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attention_forward_kernel(
     In q, In k, In v, Out out, float* lse, int H, int Tq, int Tk, int D, float scale,
     bool causal, bool async, AttentionDropout drop) {
   extern __shared__ float smem[];
-  // qs (64, kD + 4), then the key tiles ks(0), ks(1) and the value tiles vs(0), vs(1):
-  // one of each pair in use, the other loading.
+  // The key tiles ks(0), ks(1) and the value tiles vs(0), vs(1): one of each pair in
+  // use, the other loading. The query tile qs is a fifth tile, or passes through ks(1)
+  // on its way to registers.
   constexpr int kSize = kTile * kLd<kD>;
-  float* qs = smem;
-  const auto ks = [&](int b) { return smem + (1 + b) * kSize; };
-  const auto vs = [&](int b) { return smem + (3 + b) * kSize; };
+  const auto ks = [&](int b) { return smem + b * kSize; };
+  const auto vs = [&](int b) { return smem + (2 + b) * kSize; };
+  float* qs = kQueryInRegisters<kD> ? ks(1) : smem + 4 * kSize;
   const int64_t bh = blockIdx.x;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
@@ -39,6 +51,16 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
   load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async, false);
   load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async, false);
   commit_tiles();
+  // The warp's 16 query rows as A operands, columns kk.. in qf[kk / 8], read once and
+  // used against every key tile (when kQueryInRegisters).
+  float qf[kQueryInRegisters<kD> ? kD / 8 : 1][4];
+  if constexpr (kQueryInRegisters<kD>) {
+    wait_tiles<0>();
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kD; kk += 8) a_rows<kD>(qf[kk / 8], qs, r0, kk);
+    __syncthreads();  // every warp has its rows: ks(1) may take the next key tile
+  }
 
   float o[kD / 8][4] = {};  // 16 x kD: columns 8n.. in o[n]
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -57,7 +79,11 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(
 #pragma unroll
     for (int kk = 0; kk < kD; kk += 8) {
       float a[4];
-      a_rows<kD>(a, qs, r0, kk);
+      if constexpr (kQueryInRegisters<kD>) {
+        for (int e = 0; e < 4; ++e) a[e] = qf[kk / 8][e];
+      } else {
+        a_rows<kD>(a, qs, r0, kk);
+      }
       const Tf32<kExact, 4> fa = split<kExact>(a);
 #pragma unroll
       for (int j = 0; j < kSteps; ++j) {
@@ -153,7 +179,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   const int H = static_cast<int>(q.size(1));
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
-  const size_t smem = smem_bytes<kD>(5, 0);
+  const size_t smem = smem_bytes<kD>(kForwardTiles<kD>, 0);
   ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD, kExact>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));

@@ -76,6 +76,7 @@ void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& target
                                      const Tensor& count, const Tensor& lse, const Tensor& loss);
 void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets,
                                       const Tensor& lse, const Tensor& grad_loss,
-                                      const Tensor& count, int ignore_index);
+                                      const Tensor& count, int ignore_index,
+                                      const Tensor& transposed);
 
 }  // namespace zero::ops

@@ -2,8 +2,8 @@
 // non-ignored targets (kept on the device, so no chunk synchronises with the host),
 // the forward of one chunk (row logsumexp, then one block adds the chunk's summed
 // losses / count to the loss, in a fixed order so the result is deterministic), and
-// the backward done in place on the chunk's recomputed logits. A target outside
-// [0, V) gives a NaN loss: see Note [Bad indices on the GPU].
+// the backward done in place on the chunk's logits (optionally also written transposed).
+// A target outside [0, V) gives a NaN loss: see Note [Bad indices on the GPU].
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cross_entropy.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
@@ -56,6 +56,35 @@ __global__ void chunk_backward_kernel(float* logits, const int32_t* targets, con
   }
 }
 
+// The same in 32 x 32 tiles, also writing the gradient transposed into [V, n]: each
+// block reads its tile along rows and writes both outputs along their rows, the
+// transposed one through shared memory (a padded row keeps the column reads free of
+// bank conflicts). block = (32, 8).
+constexpr int kTransposeTile = 32;
+__global__ void chunk_backward_transposed_kernel(float* logits, float* transposed,
+                                                 const int32_t* targets, const float* lse,
+                                                 const float* grad_loss, const float* count,
+                                                 int ignore_index, int64_t n, int64_t V) {
+  __shared__ float tile[kTransposeTile][kTransposeTile + 1];
+  const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kTransposeTile;
+  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * kTransposeTile;
+  const float norm = *count == 0.0f ? 0.0f : *grad_loss / *count;
+  for (int y = threadIdx.y; y < kTransposeTile; y += blockDim.y) {
+    const int64_t i = i0 + y, j = j0 + threadIdx.x;
+    if (i >= n || j >= V) continue;
+    const int32_t t = targets[i];
+    const float scale = t == ignore_index ? 0.0f : norm;
+    const float d = scale * (__expf(logits[i * V + j] - lse[i]) - (j == t ? 1.0f : 0.0f));
+    logits[i * V + j] = d;
+    tile[y][threadIdx.x] = d;
+  }
+  __syncthreads();
+  for (int y = threadIdx.y; y < kTransposeTile; y += blockDim.y) {
+    const int64_t j = j0 + y, i = i0 + threadIdx.x;
+    if (i < n && j < V) transposed[j * n + i] = tile[threadIdx.x][y];
+  }
+}
+
 }  // namespace
 
 void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /*vocab*/,
@@ -84,9 +113,24 @@ void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& target
 
 void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets,
                                        const Tensor& lse, const Tensor& grad_loss,
-                                       const Tensor& count, int ignore_index) {
+                                       const Tensor& count, int ignore_index,
+                                       const Tensor& transposed) {
   const int64_t n = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
+  if (transposed.defined()) {
+    ZERO_CHECK(n <= int64_t{65535} * kTransposeTile,
+               "cross_entropy_chunk_backward: a transposed gradient takes chunks of at most ",
+               int64_t{65535} * kTransposeTile, " rows, got ", n);
+    const dim3 grid(static_cast<unsigned>((V + kTransposeTile - 1) / kTransposeTile),
+                    static_cast<unsigned>((n + kTransposeTile - 1) / kTransposeTile));
+    chunk_backward_transposed_kernel<<<grid, dim3(kTransposeTile, 8), 0,
+                                       cuda::current_stream()>>>(
+        logits.data_ptr<float>(), transposed.data_ptr<float>(), targets.data_ptr<int32_t>(),
+        lse.data_ptr<float>(), grad_loss.data_ptr<float>(), count.data_ptr<float>(),
+        ignore_index, n, V);
+    ZERO_CUDA_LAUNCH_CHECK();
+    return;
+  }
   chunk_backward_kernel<<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
       logits.data_ptr<float>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
       grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
