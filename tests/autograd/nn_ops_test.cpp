@@ -119,6 +119,33 @@ TEST_P(NnOpsTest, LayerNormParameterGradientsOnManyRowsMatchSumsAndRepeat) {
   EXPECT_EQ(b.Grad().ToVector<float>(), first_b);
 }
 
+// The backward's column sums and grad_x against the CPU for the row widths that take
+// each of the CUDA kernel's register layouts (C <= 128, 384, 768, 1024) and the wider
+// rows that take two kernels, with row counts that leave the last block part-full.
+TEST_P(NnOpsTest, LayerNormBackwardMatchesTheCpuAtEveryWidth) {
+  struct Case { int64_t rows, C; };
+  for (const Case c : {Case{45, 100}, Case{300, 384}, Case{77, 768}, Case{33, 1000},
+                       Case{40, 1100}}) {
+    SCOPED_TRACE("rows " + std::to_string(c.rows) + ", C " + std::to_string(c.C));
+    Generator gen(c.C);
+    const Tensor x = Tensor::Randn({c.rows, c.C}, {}, &gen);
+    const Tensor w = Tensor::Randn({c.C}, {}, &gen), b = Tensor::Randn({c.C}, {}, &gen);
+    const Tensor g = Tensor::Randn({c.rows, c.C}, {}, &gen);
+    const auto grads = [&](Device d) {
+      // Clones: on the CPU To() returns the tensor itself, whose gradient would add up.
+      const Tensor xd = x.To(d).Clone().SetRequiresGrad();
+      const Tensor wd = w.To(d).Clone().SetRequiresGrad();
+      const Tensor bd = b.To(d).Clone().SetRequiresGrad();
+      layer_norm(xd, wd, bd).Backward(g.To(d));
+      return std::vector<Tensor>{xd.Grad(), wd.Grad(), bd.Grad()};
+    };
+    const std::vector<Tensor> got = grads(device()), want = grads(Device::Cpu());
+    expect_close(got[0], want[0], 1e-4f, 1e-4f);
+    expect_close(got[1], want[1], 1e-4f, 1e-4f);
+    expect_close(got[2], want[2], 1e-4f, 1e-4f);
+  }
+}
+
 TEST_P(NnOpsTest, LayerNormRejectsWeightOfWrongShape) {
   Tensor x = Tensor::Zeros({2, 5}, opt());
   Tensor w = Tensor::Ones({4}, opt());

@@ -5,6 +5,13 @@
 // 1/std; the backward recomputes x-hat from them. grad_weight and grad_bias are column
 // sums over rows, done in chunks and then summed over the chunks (no atomics: the
 // result is the same on every run).
+//
+// For rows of up to 1024 floats the backward is one pass: each warp takes a few rows,
+// writes their grad_x and keeps its columns' shares of the two column sums in
+// registers, and the block adds its warps' shares in a fixed order. Wider rows take
+// two kernels, the second reading g and x again for the column sums.
+#include <type_traits>
+
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
@@ -67,6 +74,61 @@ __global__ void layer_norm_grad_x_kernel(const float* g, const float* x, const f
   }
 }
 
+// The fused backward for C <= 32 * kCols: block b's warps take rows b * kRowsPerBlock *
+// kFusedRowsPerWarp .. in turn (warp w every kRowsPerBlock-th row), write grad_x as
+// layer_norm_grad_x_kernel does, and sum g * xhat and g for the columns lane + 32 m they
+// hold. The block's warps then add their sums in warp order into partial[b][0 or 1][c].
+constexpr int kFusedRowsPerWarp = 4;
+template <int kCols>
+__global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
+    const float* g, const float* x, const float* w, const float* mean, const float* rstd,
+    float* gx, float* partial, int64_t N, int64_t C) {
+  extern __shared__ float shares[];  // (kRowsPerBlock, 2, C)
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float gw[kCols] = {}, gb[kCols] = {};
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock * kFusedRowsPerWarp;
+  for (int k = 0; k < kFusedRowsPerWarp; ++k) {
+    const int64_t r = first + k * kRowsPerBlock + warp;
+    if (r >= N) break;
+    const float* gr = g + r * C;
+    const float* xr = x + r * C;
+    const float mu = mean[r], rs = rstd[r];
+    float gv[kCols], xhat[kCols], s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int m = 0; m < kCols; ++m) {
+      const int64_t c = lane + 32 * m;
+      gv[m] = c < C ? gr[c] : 0.0f;
+      xhat[m] = c < C ? (xr[c] - mu) * rs : 0.0f;
+      const float dxhat = c < C ? gv[m] * w[c] : 0.0f;
+      s1 += dxhat;
+      s2 += dxhat * xhat[m];
+      gw[m] += gv[m] * xhat[m];
+      gb[m] += gv[m];
+    }
+    s1 = warp_sum(s1) / C;
+    s2 = warp_sum(s2) / C;
+#pragma unroll
+    for (int m = 0; m < kCols; ++m) {
+      const int64_t c = lane + 32 * m;
+      if (c < C) gx[r * C + c] = rs * (gv[m] * w[c] - s1 - xhat[m] * s2);
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < kCols; ++m) {
+    const int64_t c = lane + 32 * m;
+    if (c < C) {
+      shares[(warp * 2 + 0) * C + c] = gw[m];
+      shares[(warp * 2 + 1) * C + c] = gb[m];
+    }
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < 2 * C; e += blockDim.x) {
+    float total = 0.0f;
+    for (int v = 0; v < kRowsPerBlock; ++v) total += shares[v * 2 * C + e];
+    partial[blockIdx.x * 2 * C + e] = total;
+  }
+}
+
 // Per-chunk column partials: partial[chunk][0][c] = sum g * xhat, [1][c] = sum g.
 __global__ void layer_norm_grad_wb_kernel(const float* g, const float* x, const float* mean,
                                           const float* rstd, float* partial, int64_t N, int64_t C,
@@ -108,20 +170,48 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
     fill_cuda(grad_bias, 0.0f);
     return;
   }
-  const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  layer_norm_grad_x_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
-      grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
-      mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(), N, C);
-  ZERO_CUDA_LAUNCH_CHECK();
-  // Column sums in chunks of rows, then a deterministic sum over the chunks.
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(N / 32, 256));
-  const int64_t rows_per_chunk = (N + chunks - 1) / chunks;
-  Tensor partial = Tensor::Empty({chunks, 2, C}, x.options());
-  const dim3 grid(static_cast<unsigned>((C + kBlock - 1) / kBlock), static_cast<unsigned>(chunks));
-  layer_norm_grad_wb_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
-      grad_y.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
-      rstd.data_ptr<float>(), partial.data_ptr<float>(), N, C, rows_per_chunk);
-  ZERO_CUDA_LAUNCH_CHECK();
+  Tensor partial;  // (chunks, 2, C) column sums of row chunks
+  const auto fused = [&](auto cols) {
+    constexpr int kCols = decltype(cols)::value;
+    const int64_t rows_per_block = int64_t{kRowsPerBlock} * kFusedRowsPerWarp;
+    const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
+    partial = Tensor::Empty({blocks, 2, C}, x.options());
+    const size_t shares = sizeof(float) * kRowsPerBlock * 2 * C;  // 64 KiB at C = 1024
+    ZERO_CUDA_CHECK(cudaFuncSetAttribute(layer_norm_backward_fused_kernel<kCols>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(shares)));
+    layer_norm_backward_fused_kernel<kCols><<<static_cast<unsigned>(blocks), kBlock, shares,
+                                              cuda::current_stream()>>>(
+        grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
+        mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(),
+        partial.data_ptr<float>(), N, C);
+    ZERO_CUDA_LAUNCH_CHECK();
+  };
+  if (C <= 32 * 4) {
+    fused(std::integral_constant<int, 4>{});
+  } else if (C <= 32 * 12) {
+    fused(std::integral_constant<int, 12>{});
+  } else if (C <= 32 * 24) {
+    fused(std::integral_constant<int, 24>{});
+  } else if (C <= 32 * 32) {
+    fused(std::integral_constant<int, 32>{});
+  } else {
+    const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
+    layer_norm_grad_x_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
+        grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
+        mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(), N, C);
+    ZERO_CUDA_LAUNCH_CHECK();
+    // Column sums in chunks of rows, then a deterministic sum over the chunks.
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(N / 32, 256));
+    const int64_t rows_per_chunk = (N + chunks - 1) / chunks;
+    partial = Tensor::Empty({chunks, 2, C}, x.options());
+    const dim3 grid(static_cast<unsigned>((C + kBlock - 1) / kBlock),
+                    static_cast<unsigned>(chunks));
+    layer_norm_grad_wb_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
+        grad_y.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
+        rstd.data_ptr<float>(), partial.data_ptr<float>(), N, C, rows_per_chunk);
+    ZERO_CUDA_LAUNCH_CHECK();
+  }
   Tensor totals = Tensor::Empty({1, 2, C}, x.options());
   sum_cuda(partial, 0, totals);
   copy_cuda(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()), grad_weight);
