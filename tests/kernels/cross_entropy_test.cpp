@@ -72,7 +72,8 @@ TEST_P(CrossEntropyTest, ChunkGradientInPlaceAndTransposed) {
   const TensorOption on = TensorOption().OnDevice(device());
   const Tensor logits = Tensor::From(x, {n, V}).To(device());
   const Tensor targets = Tensor::FromI32(t, {n}).To(device());
-  const Tensor count = Tensor::Scalar(30.0f).To(device()), grad_loss = Tensor::Scalar(2.0f).To(device());
+  const Tensor count = Tensor::Scalar(30.0f).To(device());
+  const Tensor grad_loss = Tensor::Scalar(2.0f).To(device());
   const Tensor lse = Tensor::Empty({n}, on), loss = Tensor::Zeros({}, on);
   ops::cross_entropy_chunk_forward(logits, targets, -100, count, lse, loss);
   const Tensor transposed = Tensor::Empty({V, n}, on);

@@ -22,9 +22,9 @@
 // the four words of one Philox block go to a 2 x 2 square of queries and keys, the
 // square a CUDA thread holds (attention_dropout.h). The mask is a pure function of its
 // index, so the CPU rows and the CUDA tiles compute the same mask in any order, and the
-// backward recomputes it: nothing of size [Tq, Tk] is stored. The softmax statistics (m, l, lse) are those of
-// the undropped P; dropout only changes what multiplies V. The backward, by the chain
-// rule through Z = P * F and the softmax:
+// backward recomputes it: nothing of size [Tq, Tk] is stored. The softmax statistics
+// (m, l, lse) are those of the undropped P; dropout only changes what multiplies V. The
+// backward, by the chain rule through Z = P * F and the softmax:
 //   dV = Z^T dO,  dZ_ij = dO_i . V_j,  dP_ij = dZ_ij F_ij,
 //   dS_ij = P_ij (dP_ij - delta_i),  delta_i = sum_j P_ij dP_ij,
 // and delta_i is still rowsum(dO * O), computable from the saved output:
