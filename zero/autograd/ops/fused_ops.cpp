@@ -130,8 +130,9 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
   // gets 1280 rows a chunk (7 chunks for B*T = 8192, against 1.6 GiB for the full
   // logits); a character vocabulary gets the maximum, 8192 rows (2 MiB). The multiple
   // keeps the rows of the transposed gradient (Note [The head's weight gradient]) and
-  // each chunk's start 256-byte aligned: with 1334 rows the weight-gradient GEMM got
-  // cuBLAS's kernels for misaligned operands and took 2.3 ms more per step in TF32.
+  // each chunk's start 256-byte aligned. With 1334 rows cuBLAS ran its kernels for
+  // misaligned operands, and the op took 13.0 ms of GPT-2's TF32 step instead of 8.7
+  // (docs/speed_notes.md, item 21).
   constexpr int64_t kChunkFloats = int64_t{64} << 20;
   const int64_t rows = kChunkFloats / std::max<int64_t>(vocab, 1) / 64 * 64;
   return std::clamp<int64_t>(rows, 256, 8192);

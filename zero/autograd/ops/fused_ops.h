@@ -35,8 +35,8 @@ class OpLinear : public TensorOp {
 /// Scaled dot-product attention on inputs {q [B, H, Tq, D], k, v [B, H, Tk, D]}
 /// (contiguous), scale 1/sqrt(D). With `causal`, query i sees keys j <= Tk - Tq + i.
 /// With `dropout_p` > 0, each probability P[b, h, i, j] is zeroed with probability
-/// `dropout_p` and the rest scaled by 1/(1 - dropout_p), P[b, h, i, j] being kept iff
-/// `philox_uniform(seed, offset + ((b*H + h)*Tq + i)*Tk + j) >= dropout_p` (Note
+/// `dropout_p` and the rest scaled by 1/(1 - dropout_p), by the mask of
+/// `AttentionDropout(dropout_p, seed, offset, Tq, Tk)` (kernels/attention_dropout.h, Note
 /// [Attention dropout] in kernels/cpu/attention_cpu.cpp).
 /// Saves the output and one logsumexp per query row [B, H, Tq] (of the undropped
 /// scores): the backward recomputes the probabilities from them, tile by tile, and the
