@@ -10,34 +10,15 @@
 // P V) and 5 for the backward (S again, dP, dV, dK, dQ), each 2 B H T^2 D / 2 flops. The
 // dQ kernel recomputes S and dP, so the backward does 7 products' work; the rate counts 5,
 // the count of a backward that would not.
-#include <algorithm>
 #include <cstdio>
 #include <string>
-#include <vector>
 
-#include "zero/cuda/stream.h"
+#include "tools/gpu_median.h"
 #include "zero/kernels/cuda/cuda_ops.h"
 #include "zero/kernels/tensor_ops.h"
 
 using namespace zero;
-
-namespace {
-
-template <typename F>
-float median_ms(F&& f) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> ms;
-  cuda::EventTimer timer;
-  for (int i = 0; i < 15; ++i) {
-    timer.Start();
-    f();
-    ms.push_back(timer.Stop());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
+using tools::median_gpu_ms;
 
 int main(int argc, char** argv) {
   const std::string only_mode = argc > 1 ? argv[1] : "";
@@ -67,10 +48,10 @@ int main(int argc, char** argv) {
       const Tensor gk = Tensor::Empty({s.B, s.H, s.T, s.D}, gpu);
       const Tensor gv = Tensor::Empty({s.B, s.H, s.T, s.D}, gpu);
       const double product_gflop = 1e-9 * s.B * s.H * s.T * s.T * s.D;  // causal: half of 2 T^2 D
-      const float fwd = median_ms([&] {
+      const float fwd = median_gpu_ms([&] {
         ops::attention_forward(q, k, v, true, s.dropout, 7, 0, out, lse);
       });
-      const float bwd = median_ms([&] {
+      const float bwd = median_gpu_ms([&] {
         ops::attention_backward(q, k, v, out, lse, g, true, s.dropout, 7, 0, gq, gk, gv);
       });
       std::printf("%-10s %-5s %8.3f %9.1f %8.3f %9.1f\n", s.name, mode, fwd,

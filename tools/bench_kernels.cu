@@ -15,9 +15,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <vector>
 
+#include "tools/gpu_median.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override
@@ -26,28 +26,7 @@
 namespace {
 
 using zero::Tensor;
-
-// Median time in ms of `fn` over `reps` runs after `warmup` runs, timed with events.
-double median_ms(const std::function<void()>& fn, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) fn();
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    ZERO_CUDA_CHECK(cudaEventRecord(start));
-    fn();
-    ZERO_CUDA_CHECK(cudaEventRecord(stop));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using zero::tools::median_gpu_ms;
 
 bool close(float got, double want, double rtol) {
   return std::fabs(got - want) <= rtol * std::max(1.0, std::fabs(want));
@@ -78,7 +57,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
 
   Tensor a = Tensor::Rand({n}, gpu), b = Tensor::Rand({n}, gpu), c = Tensor::Empty({n}, gpu);
-  const double copy_ms = median_ms([&] {
+  const double copy_ms = median_gpu_ms([&] {
     ZERO_CUDA_CHECK(cudaMemcpyAsync(c.data(), a.data(), n * 4, cudaMemcpyDeviceToDevice));
   }, warmup, reps);
   const double copy_gbps = 2.0 * n * 4 / copy_ms / 1e6;
@@ -92,7 +71,7 @@ int main(int argc, char** argv) {
     const std::vector<float> cv = c.Slice(0, 0, 1024).ToVector<float>();
     for (int i = 0; i < 1024; ++i) ok &= close(cv[i], double(av[i]) + bv[i], 1e-6);
   }
-  const double add_ms = median_ms([&] { zero::ops::add(a, b, c); }, warmup, reps);
+  const double add_ms = median_gpu_ms([&] { zero::ops::add(a, b, c); }, warmup, reps);
   rows.push_back({"add a + b (ops::add)", add_ms, 3.0 * n * 4 / add_ms / 1e6, 95});
 
   Tensor total = Tensor::Empty({}, gpu);
@@ -102,7 +81,7 @@ int main(int argc, char** argv) {
     for (float v : a.ToVector<float>()) want += v;
     ok &= close(total.Item(), want, 1e-4);
   }
-  const double sum_ms = median_ms([&] { zero::ops::sum_all(a, total); }, warmup, reps);
+  const double sum_ms = median_gpu_ms([&] { zero::ops::sum_all(a, total); }, warmup, reps);
   rows.push_back({"sum of all (ops::sum_all)", sum_ms, 1.0 * n * 4 / sum_ms / 1e6, 90});
 
   const int64_t R = quick ? 512 : 8192, C = 4096;
@@ -118,7 +97,7 @@ int main(int argc, char** argv) {
       for (int j = 0; j < C; ++j) ok &= close(yv[r * C + j], std::exp(xv[r * C + j] - m) / s, 1e-5);
     }
   }
-  const double sm_ms = median_ms([&] { zero::ops::softmax_forward(x, y); }, warmup, reps);
+  const double sm_ms = median_gpu_ms([&] { zero::ops::softmax_forward(x, y); }, warmup, reps);
   rows.push_back({"softmax rows 8192x4096", sm_ms, 2.0 * R * C * 4 / sm_ms / 1e6, 0});
 
   // GEMM: square products in FP32 and TF32 (values are checked in chapter 07 and the
@@ -131,7 +110,7 @@ int main(int argc, char** argv) {
     const char* modes[2] = {"0", "tf32"};
     for (int mi = 0; mi < 2; ++mi) {
       zero::ops::set_matmul_mode_override(modes[mi]);
-      gemm_ms[si][mi] = median_ms([&] { zero::ops::matmul(ga, gb, gc); }, warmup, reps);
+      gemm_ms[si][mi] = median_gpu_ms([&] { zero::ops::matmul(ga, gb, gc); }, warmup, reps);
     }
     zero::ops::set_matmul_mode_override(nullptr);
   }

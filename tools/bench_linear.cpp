@@ -12,34 +12,15 @@
 // the forward's (docs/speed_notes.md). This says which GEMM, in which mode, and how
 // much of split TF32's time is the split itself. Prints the median ms of each and its
 // rate in TFLOP/s of the layer's own 2 N in out flops.
-#include <algorithm>
 #include <cstdio>
-#include <vector>
 
-#include "zero/cuda/stream.h"
+#include "tools/gpu_median.h"
 #include "zero/kernels/cuda/cuda_ops.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/tensor_ops.h"
 
 using namespace zero;
-
-namespace {
-
-template <typename F>
-float median_ms(F&& f) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> ms;
-  cuda::EventTimer timer;
-  for (int i = 0; i < 15; ++i) {
-    timer.Start();
-    f();
-    ms.push_back(timer.Stop());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
+using tools::median_gpu_ms;
 
 int main() {
   if (!cuda_available()) {
@@ -63,18 +44,18 @@ int main() {
       const Tensor y = Tensor::Empty({s.n, s.out}, gpu), gx = Tensor::Empty({s.n, s.in}, gpu);
       const Tensor gw = Tensor::Empty({s.out, s.in}, gpu), gb = Tensor::Empty({s.out}, gpu);
       const double gflop = 2e-9 * s.n * s.in * s.out;
-      const float fwd = median_ms([&] { ops::linear_forward(x, w, b, y); });
-      const float bx = median_ms([&] { ops::matmul(g, w, gx); });
-      const float bw = median_ms([&] { ops::linear_backward_params(g, x, gw, gb); });
+      const float fwd = median_gpu_ms([&] { ops::linear_forward(x, w, b, y); });
+      const float bx = median_gpu_ms([&] { ops::matmul(g, w, gx); });
+      const float bw = median_gpu_ms([&] { ops::linear_backward_params(g, x, gw, gb); });
       std::printf("%-16s %-5s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode, fwd,
                   gflop / fwd, bx, gflop / bx, bw, gflop / bw);
       if (std::string(mode) == "0") {
         // x as the forward hands it to cuBLASLt (B, not transposed, in x n: already
         // K-major), and g as the weight gradient does (B, transposed: split and transposed).
-        const float split_x = median_ms([&] {
+        const float split_x = median_gpu_ms([&] {
           ops::cuda::split_tf32(x.data_ptr<float>(), false, true, s.n, s.in, s.in, 0);
         });
-        const float split_g = median_ms([&] {
+        const float split_g = median_gpu_ms([&] {
           ops::cuda::split_tf32(g.data_ptr<float>(), true, true, s.out, s.n, s.out, 0);
         });
         std::printf(" %10.3f %10.3f", split_x, split_g);

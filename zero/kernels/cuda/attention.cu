@@ -68,12 +68,8 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attent
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
   for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
     // Start loading the next tile into the other buffer, then wait for this one.
-    if (k0 + kTile < k_end) {
-      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async, false);
-      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async, false);
-    }
-    commit_tiles();
-    wait_tiles<1>();
+    next_key_tiles<kD>(ks(buf ^ 1), vs(buf ^ 1), kp, k.row, vp, v.row, k0 + kTile, k_end, Tk,
+                       D, async);
     __syncthreads();
     float s[kSteps][4] = {};  // 16 x 64 scores: keys k0 + 8j.. in s[j]
 #pragma unroll

@@ -242,6 +242,23 @@ __device__ inline void wait_tiles() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
+// One step of the key loop of the forward and dQ kernels: starts copying key and value
+// tile k_next of the [Tk, D] matrices kp and vp (rows k_row and v_row floats apart) into
+// the idle buffers ks_next, vs_next (when k_next < k_end), then waits for the copies
+// issued before, which fill the buffers about to be used. The caller's __syncthreads()
+// after this makes them visible to every warp.
+template <int kD>
+__device__ inline void next_key_tiles(float* ks_next, float* vs_next, const float* kp,
+                                      int64_t k_row, const float* vp, int64_t v_row, int k_next,
+                                      int k_end, int Tk, int D, bool async) {
+  if (k_next < k_end) {
+    load_tile<kD>(ks_next, kp, k_row, k_next, Tk, D, async, false);
+    load_tile<kD>(vs_next, vp, v_row, k_next, Tk, D, async, false);
+  }
+  commit_tiles();
+  wait_tiles<1>();
+}
+
 // Writes a warp's 16 x kD accumulators acc[n] (columns 8n..) times `scale` to rows
 // r0, r0 + 1, ... of a [rows, D] matrix whose rows are `ld` floats apart. The
 // accumulator rows are in pair order: thread (g, t) holds rows r0 + 2g and r0 + 2g + 1.

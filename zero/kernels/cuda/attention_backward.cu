@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
+#include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
 namespace zero::ops {
@@ -30,7 +31,7 @@ __global__ void attention_delta_kernel(In grad_out, In out, float* delta, int64_
   const float* out_row = out.slice(bh, H) + i * out.row;
   float s = 0.0f;
   for (int d = threadIdx.x % 32; d < D; d += 32) s += grad_row[d] * out_row[d];
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  s = cuda::warp_sum(s);
   if (threadIdx.x % 32 == 0) delta[row] = s;
 }
 
@@ -176,12 +177,8 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
   float dq[kD / 8][4] = {};
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
   for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
-    if (k0 + kTile < k_end) {
-      load_tile<kD>(ks(buf ^ 1), kp, k.row, k0 + kTile, Tk, D, async, false);
-      load_tile<kD>(vs(buf ^ 1), vp, v.row, k0 + kTile, Tk, D, async, false);
-    }
-    commit_tiles();
-    wait_tiles<1>();
+    next_key_tiles<kD>(ks(buf ^ 1), vs(buf ^ 1), kp, k.row, vp, v.row, k0 + kTile, k_end, Tk,
+                       D, async);
     __syncthreads();
     float s[kSteps][4] = {}, dp[kSteps][4] = {};  // S = Q K^T, dP = dO V^T
     two_scores<kD, kExact>(s, dp, qs, ks(buf), dos, vs(buf), r0);

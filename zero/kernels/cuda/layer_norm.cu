@@ -12,6 +12,7 @@
 // two kernels, the second reading g and x again for the column sums.
 #include <type_traits>
 
+#include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/cuda_ops.h"
 
@@ -19,14 +20,9 @@ namespace zero::ops {
 namespace {
 
 using cuda::kBlock;
+using cuda::warp_sum;  // block_reduce.cuh: every lane gets the warp's sum
 
 constexpr int kRowsPerBlock = kBlock / 32;  // one warp per row
-
-// Sum over the 32 lanes of a warp; every lane gets it.
-__device__ inline float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __global__ void layer_norm_forward_kernel(const float* x, const float* w, const float* b, float eps,
                                           float* y, float* mean_out, float* rstd_out, int64_t N,
