@@ -70,41 +70,76 @@ endfunction()
 # ---------------------------------------------------------------- exercises
 
 # zero_add_exercise(CHAPTER 01_cuda_kernels TEST ex01_test.cpp [SOURCES f.cpp] [CUDA_SOURCES k.cu])
-# Builds the exercise test twice: against solutions/CHAPTER (must pass; label exNN)
-# and against the generated stubs in exercises/CHAPTER, where every test must fail
-# (WILL_FAIL; label exNN-stub) so that no exercise test passes vacuously. With
-# -DZERO_EXERCISES=learner only the learner's exercises/ build is made, as plain
-# tests: they fail until the learner completes the TODOs.
+# Builds one exercise test source against four copies of the chapter's exercise files:
+#   exNN_solutions_tests  solutions/CHAPTER; every test must pass (CTest label exNN).
+#   exNN_stub_tests       pristine stubs that tools/make_exercises.py generates from
+#                         solutions/ into the build tree; every test must fail (WILL_FAIL,
+#                         label exercise-stubs), so no test passes vacuously. Never built
+#                         from exercises/, so a learner's finished work cannot fail it.
+#   exNN_learner_tests    exercises/CHAPTER, the learner's copy; not built by default and
+#                         not a CTest test: tools/check_exercise NN builds and runs it.
+#   exNN_mistake_tests    a copy with one plausible mistake written in by
+#                         tools/try_mistakes.py (tests/exercises/CHAPTER/mistakes.txt);
+#                         not built by default.
 function(zero_add_exercise)
   cmake_parse_arguments(ARG "" "CHAPTER;TEST" "SOURCES;CUDA_SOURCES" ${ARGN})
   string(SUBSTRING ${ARG_CHAPTER} 0 2 nn)
-  if(ZERO_EXERCISES STREQUAL "learner")
-    set(variants exercises)
-  else()
-    set(variants solutions exercises)
-  endif()
-  foreach(variant ${variants})
-    set(dir ${PROJECT_SOURCE_DIR}/${variant}/${ARG_CHAPTER})
+  set(solutions ${PROJECT_SOURCE_DIR}/solutions/${ARG_CHAPTER})
+  set(pristine ${CMAKE_BINARY_DIR}/exercise_copies/pristine/${ARG_CHAPTER})
+  file(GLOB solution_files CONFIGURE_DEPENDS ${solutions}/*)
+  set(pristine_files "")
+  foreach(file ${solution_files})
+    get_filename_component(name ${file} NAME)
+    list(APPEND pristine_files ${pristine}/${name})
+  endforeach()
+  add_custom_command(OUTPUT ${pristine_files}
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_exercises.py
+            --out ${CMAKE_BINARY_DIR}/exercise_copies/pristine --chapter ${ARG_CHAPTER}
+    DEPENDS ${solution_files} ${PROJECT_SOURCE_DIR}/tools/make_exercises.py
+    COMMENT "Generating the pristine ex${nn} stubs from solutions/${ARG_CHAPTER}")
+
+  foreach(variant solutions stub learner mistake)
+    if(variant STREQUAL "solutions")
+      set(dir ${solutions})
+    elseif(variant STREQUAL "stub")
+      set(dir ${pristine})
+    elseif(variant STREQUAL "learner")
+      set(dir ${PROJECT_SOURCE_DIR}/exercises/${ARG_CHAPTER})
+    else()
+      set(dir ${CMAKE_BINARY_DIR}/exercise_copies/mistake/${ARG_CHAPTER})
+    endif()
     set(target ex${nn}_${variant}_tests)
     list(TRANSFORM ARG_SOURCES PREPEND ${dir}/ OUTPUT_VARIABLE sources)
-    add_executable(${target} ${ARG_TEST} ${sources})
+    set(extra "")
+    if(variant STREQUAL "stub")
+      set(extra ${pristine_files})  # makes the build run the generator first
+    endif()
+    if(variant STREQUAL "learner" OR variant STREQUAL "mistake")
+      add_executable(${target} EXCLUDE_FROM_ALL ${ARG_TEST} ${sources})
+    else()
+      add_executable(${target} ${ARG_TEST} ${sources} ${extra})
+    endif()
     if(ZERO_HAS_CUDA AND ARG_CUDA_SOURCES)
       list(TRANSFORM ARG_CUDA_SOURCES PREPEND ${dir}/ OUTPUT_VARIABLE cuda_sources)
       target_sources(${target} PRIVATE ${cuda_sources})
       target_link_libraries(${target} PRIVATE CUDA::cudart)
       target_compile_definitions(${target} PRIVATE ZERO_EXERCISE_HAS_CUDA=1)
       target_compile_features(${target} PRIVATE cuda_std_17)
+      list(APPEND sources ${cuda_sources})
     endif()
-    target_include_directories(${target} PRIVATE ${dir})
+    if(variant STREQUAL "mistake" AND sources)
+      set_source_files_properties(${sources} PROPERTIES GENERATED TRUE)
+    endif()
+    target_include_directories(${target} PRIVATE ${dir} ${PROJECT_SOURCE_DIR}/tests/exercises)
     target_link_libraries(${target} PRIVATE zero zero_test_support GTest::gtest GTest::gtest_main)
     zero_target_warnings(${target})
     set(skip ".  SKIPPED . ")
-    if(variant STREQUAL "solutions" OR ZERO_EXERCISES STREQUAL "learner")
+    if(variant STREQUAL "solutions")
       gtest_discover_tests(${target} TEST_PREFIX "ex${nn}."
         PROPERTIES LABELS "ex${nn}" SKIP_REGULAR_EXPRESSION "${skip}" DISCOVERY_TIMEOUT 60)
-    else()
+    elseif(variant STREQUAL "stub")
       gtest_discover_tests(${target} TEST_PREFIX "ex${nn}-stub."
-        PROPERTIES LABELS "ex${nn}-stub" WILL_FAIL TRUE SKIP_REGULAR_EXPRESSION "${skip}"
+        PROPERTIES LABELS "exercise-stubs" WILL_FAIL TRUE SKIP_REGULAR_EXPRESSION "${skip}"
         DISCOVERY_TIMEOUT 60)
     endif()
   endforeach()
