@@ -76,10 +76,17 @@ std::string str_cat(const Args&... args) {
   } while (0)
 
 /// Marks an unfinished exercise: throws `zero::NotImplementedError` naming it. In
-/// device code (an exercise's `__host__ __device__` function inside a kernel) nothing
-/// can be thrown, so it traps, and the next CUDA call reports the failed kernel.
+/// device code (an exercise's `__device__` function inside a kernel) nothing can be
+/// thrown: the first thread of the grid prints the same message, then every thread
+/// traps, and the next CUDA call reports the failed kernel.
 #if defined(__CUDA_ARCH__)
-#define ZERO_NOT_IMPLEMENTED(tag) __trap()
+#define ZERO_NOT_IMPLEMENTED(tag)                                                          \
+  do {                                                                                     \
+    if ((threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0) { \
+      printf("exercise %s is not implemented yet (%s:%d)\n", tag, __FILE__, __LINE__);    \
+    }                                                                                      \
+    __trap();                                                                              \
+  } while (0)
 #else
 #define ZERO_NOT_IMPLEMENTED(tag) ::zero::detail::throw_not_implemented(__FILE__, __LINE__, tag)
 #endif
