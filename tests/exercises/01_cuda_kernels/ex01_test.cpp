@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "exercise_test.h"
 #include "launch_math.h"
 
 namespace {
@@ -18,18 +19,22 @@ const int64_t kSizes[] = {0, 1, 2, 31, 32, 33, 255, 256, 257, 1000, 4097, 65536,
 const int64_t kBlockSizes[] = {32, 128, 256, 1024};
 
 TEST(LaunchMathTest, BlocksForKnownValues) {
-  EXPECT_EQ(blocks_for(0, 256), 0);
-  EXPECT_EQ(blocks_for(1, 256), 1);
-  EXPECT_EQ(blocks_for(255, 256), 1);
-  EXPECT_EQ(blocks_for(256, 256), 1);
-  EXPECT_EQ(blocks_for(257, 256), 2);
+  ZERO_EXERCISE("ex01.1");
+  EXPECT_EQ(blocks_for(0, 256), 0) << "no elements need no blocks";
+  EXPECT_EQ(blocks_for(1, 256), 1) << "one element still needs a block";
+  EXPECT_EQ(blocks_for(255, 256), 1) << "a partial block must be rounded up";
+  EXPECT_EQ(blocks_for(256, 256), 1) << "an exact multiple needs no spare block";
+  EXPECT_EQ(blocks_for(257, 256), 2) << "one element past a full block needs a second";
   EXPECT_EQ(blocks_for(1000, 256), 4);
   EXPECT_EQ(blocks_for(int64_t{1} << 28, 256), int64_t{1} << 20);
-  // Past 2^32 elements: the arithmetic must stay in 64 bits.
-  EXPECT_EQ(blocks_for((int64_t{1} << 40) + 1, 256), (int64_t{1} << 32) + 1);
+  // Past 2^32 elements, and one element more than a multiple: 32-bit arithmetic
+  // wraps, and float division rounds the last element away.
+  EXPECT_EQ(blocks_for((int64_t{1} << 40) + 1, 256), (int64_t{1} << 32) + 1)
+      << "n = 2^40 + 1 needs 2^32 + 1 blocks: keep every step in 64-bit integers";
 }
 
 TEST(LaunchMathTest, BlocksForIsTheSmallestGridThatCoversN) {
+  ZERO_EXERCISE("ex01.1");
   for (int64_t threads : kBlockSizes) {
     for (int64_t n : kSizes) {
       const int64_t blocks = blocks_for(n, threads);
@@ -41,16 +46,19 @@ TEST(LaunchMathTest, BlocksForIsTheSmallestGridThatCoversN) {
 }
 
 TEST(LaunchMathTest, GlobalIndexTilesBlocksInOrder) {
+  ZERO_EXERCISE("ex01.2");
   EXPECT_EQ(global_index(0, 256, 0), 0);
   EXPECT_EQ(global_index(0, 256, 255), 255);
   EXPECT_EQ(global_index(1, 256, 0), 256);
   EXPECT_EQ(global_index(3, 256, 231), 999);
   EXPECT_EQ(global_index(2, 32, 5), 69);
   // blockIdx.x * blockDim.x past 2^32: must not wrap around.
-  EXPECT_EQ(global_index(9000000, 1024, 5), int64_t{9216000005});
+  EXPECT_EQ(global_index(9000000, 1024, 5), int64_t{9216000005})
+      << "block 9000000 of 1024 threads starts past 2^32: multiply in 64 bits";
 }
 
 TEST(LaunchMathTest, SimulatedLaunchWritesEachElementExactlyOnce) {
+  ZERO_EXERCISE("ex01.1 ex01.2");
   for (int64_t threads : kBlockSizes) {
     for (int64_t n : kSizes) {
       std::vector<int> writes(static_cast<size_t>(n), 0);
