@@ -20,6 +20,7 @@
 #include "zero/data/char_tokenizer.h"
 #include "zero/data/corpus.h"
 #include "zero/data/token_file.h"
+#include "zero/io/dir_lock.h"
 #include "zero/train/distributed.h"  // the Trainer, and --nproc: one process per GPU
 #include "zero/train/flops.h"
 #include "zero/train/loss_curve.h"
@@ -154,7 +155,9 @@ int run(int argc, char** argv) {
   }
 
   const fs::path out(o.out_dir), ckpt = out / "checkpoint", best = out / "best";
-  fs::create_directories(out);
+  std::optional<io::DirLock> lock;  // one run per out-dir at a time; rank 0 holds it for all
+  if (dist.rank <= 0) lock.emplace(out.string(), "train_gpt");
+  if (dist.rank > 0) fs::create_directories(out);
   std::string data_dir;
   if (o.resume) {
     const train::TrainerState saved = train::read_trainer_state(ckpt.string());
@@ -221,6 +224,8 @@ int run(int argc, char** argv) {
   const std::string metrics_path = (out / "metrics.jsonl").string();
   const std::string curve_path = (out / "loss_curve.png").string();
   train::MetricsLog log(metrics_path, o.resume ? trainer.step() : -1);
+  if (log.skipped_lines() > 0)
+    std::cout << metrics_path << ": dropped " << log.skipped_lines() << " unreadable line(s)\n";
   trainer.set_metrics_path(metrics_path);
   TensorContext& memory = DefaultTensorContext::Get(device);
   const std::string title =
@@ -228,7 +233,11 @@ int run(int argc, char** argv) {
   auto redraw = [&] {
     std::vector<train::LossPoint> tr, va;
     train::loss_points(log.records(), &tr, &va);
-    train::write_loss_curve_png(curve_path, tr, va, title);
+    try {  // a picture is not worth stopping a run for (a full disk, a read-only file)
+      train::write_loss_curve_png(curve_path, tr, va, title);
+    } catch (const Error& e) {
+      std::cerr << "warning: loss curve not drawn: " << e.what() << "\n";
+    }
   };
   std::signal(SIGINT, on_sigint);
 
@@ -286,6 +295,7 @@ int run(int argc, char** argv) {
   std::printf("best val loss %.4f; checkpoints in %s and %s, metrics in %s, curve in %s\n",
               trainer.best_val_loss(), ckpt.c_str(), best.c_str(), metrics_path.c_str(),
               curve_path.c_str());
+  std::signal(SIGINT, SIG_DFL);  // everything is saved: Ctrl-C now simply ends the samples
   print_samples(trainer.model(), tok, o, o.samples, sample_gen, sampler);
   return 0;
 }

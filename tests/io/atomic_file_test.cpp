@@ -4,6 +4,7 @@
 #include "zero/io/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <stdexcept>
@@ -56,6 +57,21 @@ TEST(AtomicFileTest, ReplaceDirectoryCreatesAndReplaces) {
             (std::vector<std::string>{"c"}));  // old files are gone with the old folder
   EXPECT_EQ(read_bytes(ckpt + "/c"), "3");
   EXPECT_EQ(listing(dir.str()), (std::vector<std::string>{"ckpt"}));
+}
+
+// mkdtemp makes private folders (0700); a checkpoint folder must get the mode any new
+// folder gets (0777 less the umask), or another user of the machine cannot read it.
+TEST(AtomicFileTest, ReplacedDirectoryHasTheUsualMode) {
+  TempDir dir;
+  const mode_t old_mask = ::umask(022);
+  replace_directory_atomically(dir / "ckpt", [](const std::string& tmp) {
+    write_bytes(tmp + "/a", "1");
+  });
+  ::umask(old_mask);
+  const auto perms = fs::status(dir / "ckpt").permissions();
+  EXPECT_EQ(perms & fs::perms::all, fs::perms::owner_all | fs::perms::group_read |
+                                        fs::perms::group_exec | fs::perms::others_read |
+                                        fs::perms::others_exec);
 }
 
 TEST(AtomicFileTest, ExceptionInsideWriteLeavesOldDirectoryIntact) {

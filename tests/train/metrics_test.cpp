@@ -87,21 +87,56 @@ TEST(MetricsTest, ResumeKeepsRecordsUpToTheCheckpoint) {
   std::remove(path.c_str());
 }
 
-TEST(MetricsTest, ATruncatedLastLineIsSkipped) {
+TEST(MetricsTest, ATruncatedLastLineIsSkippedAndCounted) {
   const std::string path = ::testing::TempDir() + "zero_metrics_truncated.jsonl";
   {
     std::ofstream out(path);
     out << to_json_line(record(1, 2.0f)) << "\n"
-        << "{\"step\":2,\"lo";
+        << "{\"step\":2,\"lo";  // what a kill in the middle of an append leaves
   }
-  EXPECT_EQ(read_metrics(path).size(), 1u);
+  int64_t skipped = -1;
+  EXPECT_EQ(read_metrics(path, &skipped).size(), 1u);
+  EXPECT_EQ(skipped, 1);
+  std::remove(path.c_str());
+  EXPECT_TRUE(read_metrics(path, &skipped).empty());  // a missing file has no records
+  EXPECT_EQ(skipped, 0);
+}
+
+// A damaged line anywhere must not make the run impossible to resume: the resumed log
+// keeps every readable record, drops the rest, says how many, and the file it leaves
+// holds only good lines.
+TEST(MetricsTest, ResumeDropsDamagedLinesAndReportsThem) {
+  const std::string path = ::testing::TempDir() + "zero_metrics_damaged.jsonl";
   {
     std::ofstream out(path);
-    out << "{\"step\":2,\"lo\n" << to_json_line(record(1, 2.0f)) << "\n";
+    out << to_json_line(record(10, 1.0f)) << "\n"
+        << "not json at all\n"
+        << to_json_line(record(20, 2.0f)) << "\n"
+        << "{\"step\":30,\"lo";
   }
-  EXPECT_THROW(read_metrics(path), Error);  // damage before the end is not a crash's doing
+  MetricsLog resumed(path, 20);
+  EXPECT_EQ(resumed.skipped_lines(), 2);
+  ASSERT_EQ(resumed.records().size(), 2u);
+  resumed.Write(record(30, 3.0f));
+  int64_t skipped = -1;
+  const std::vector<StepMetrics> all = read_metrics(path, &skipped);
+  EXPECT_EQ(skipped, 0);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].step, 30);
   std::remove(path.c_str());
-  EXPECT_TRUE(read_metrics(path).empty());  // a missing file has no records
+}
+
+// The rewrite on resume goes through a temporary file: none is left beside the log.
+TEST(MetricsTest, ResumeLeavesNoTemporaryFile) {
+  const std::string path = ::testing::TempDir() + "zero_metrics_tmp.jsonl";
+  {
+    MetricsLog log(path);
+    log.Write(record(1, 1.0f));
+  }
+  { MetricsLog resumed(path, 1); }
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good());
+  EXPECT_EQ(read_metrics(path).size(), 1u);
+  std::remove(path.c_str());
 }
 
 }  // namespace

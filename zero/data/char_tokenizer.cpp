@@ -9,6 +9,7 @@
 
 #include "zero/core/error.h"
 #include "zero/data/utf8.h"
+#include "zero/io/atomic_file.h"
 
 namespace zero::data {
 namespace {
@@ -86,11 +87,7 @@ void CharTokenizer::Save(const std::string& path) const {
     chars.push_back(s);
   }
   const nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"chars", chars}};
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  ZERO_CHECK(out.good(), "cannot open vocabulary file '", path, "' for writing");
-  out << doc.dump(1) << "\n";
-  out.close();
-  ZERO_CHECK(!out.fail(), "failed writing vocabulary file '", path, "'");
+  io::write_file_atomically(path, doc.dump(1) + "\n");
 }
 
 CharTokenizer CharTokenizer::Load(const std::string& path) {

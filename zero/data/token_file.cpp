@@ -11,6 +11,7 @@
 
 #include "zero/core/error.h"
 #include "zero/data/char_tokenizer.h"
+#include "zero/io/atomic_file.h"
 
 namespace zero::data {
 namespace {
@@ -19,22 +20,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kFormat = "zero-char-dataset";
 constexpr int kVersion = 1;
-
-// Writes `bytes` to `path` through a temporary file and a rename, so a reader never
-// sees a half-written file under the final name.
-void write_file_replacing(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ZERO_CHECK(out.good(), "cannot open '", tmp, "' for writing");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    ZERO_CHECK(!out.fail(), "failed writing '", tmp, "' (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  ZERO_CHECK(!ec, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
-}
 
 std::string to_uint16_le(const std::vector<int32_t>& ids, size_t begin, size_t end) {
   std::string bytes(2 * (end - begin), '\0');
@@ -67,8 +52,8 @@ DatasetInfo prepare_char_dataset(const std::string& text, const std::string& out
   fs::create_directories(out_dir, ec);
   ZERO_CHECK(!ec, "cannot create dataset folder '", out_dir, "': ", ec.message());
   const fs::path dir(out_dir);
-  write_file_replacing((dir / "train.bin").string(), to_uint16_le(ids, 0, n_train));
-  write_file_replacing((dir / "val.bin").string(), to_uint16_le(ids, n_train, n));
+  io::write_file_atomically((dir / "train.bin").string(), to_uint16_le(ids, 0, n_train));
+  io::write_file_atomically((dir / "val.bin").string(), to_uint16_le(ids, n_train, n));
   tok.Save((dir / "vocab.json").string());
 
   DatasetInfo info{out_dir, tok.vocab_size(), n_train, n - n_train};
@@ -80,7 +65,7 @@ DatasetInfo prepare_char_dataset(const std::string& text, const std::string& out
                                {"source_bytes", text.size()},
                                {"val_fraction", val_fraction},
                                {"token_type", "uint16 little-endian"}};
-  write_file_replacing((dir / "meta.json").string(), meta.dump(1) + "\n");
+  io::write_file_atomically((dir / "meta.json").string(), meta.dump(1) + "\n");
   return info;
 }
 

@@ -18,6 +18,7 @@
 #include "zero/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -150,6 +151,11 @@ void replace_directory_atomically(const std::string& final_dir,
   std::string tmp = final_path.string() + ".tmp-XXXXXX";
   ZERO_CHECK(::mkdtemp(tmp.data()) != nullptr, "cannot create a temporary folder next to '",
              final_path.string(), "': ", errno_text());
+  // mkdtemp makes the folder private (0700); the folder it becomes should have the mode
+  // any folder the user creates gets (0777 less the umask), as the files inside do.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::chmod(tmp.c_str(), 0777 & ~mask);
   try {
     write(tmp);
     fsync_tree(tmp);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zero/core/error.h"
+#include "zero/io/atomic_file.h"
 
 namespace zero::train {
 
@@ -80,26 +81,20 @@ std::string format_log_line(const StepMetrics& m, int64_t max_steps) {
   return line + buf;
 }
 
-std::vector<StepMetrics> read_metrics(const std::string& path) {
+std::vector<StepMetrics> read_metrics(const std::string& path, int64_t* skipped) {
   std::vector<StepMetrics> records;
+  int64_t bad = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return records;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t begin = 0;
-  while (begin < text.size()) {
-    const size_t end = text.find('\n', begin);
-    const std::string line = text.substr(begin, end == std::string::npos ? end : end - begin);
-    if (end == std::string::npos) {
-      // No newline after it: a record cut short by a crash, unless it parses.
-      try {
-        records.push_back(from_json_line(line));
-      } catch (const Error&) {
-      }
-      break;
+  std::string line;
+  while (in && std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      records.push_back(from_json_line(line));
+    } catch (const Error&) {
+      ++bad;
     }
-    if (!line.empty()) records.push_back(from_json_line(line));
-    begin = end + 1;
   }
+  if (skipped) *skipped = bad;
   return records;
 }
 
@@ -113,16 +108,16 @@ void loss_points(const std::vector<StepMetrics>& records, std::vector<LossPoint>
 
 MetricsLog::MetricsLog(const std::string& path, int64_t resume_step) : path_(path) {
   if (resume_step >= 0) {
-    for (const StepMetrics& m : read_metrics(path)) {
+    for (const StepMetrics& m : read_metrics(path, &skipped_)) {
       if (m.step <= resume_step) records_.push_back(m);
     }
   }
-  // Rewrite the kept records, then append from there.
-  out_.open(path, std::ios::trunc);
+  // The kept records replace the file in one atomic step; then append from there.
+  std::string text;
+  for (const StepMetrics& m : records_) text += to_json_line(m) + '\n';
+  io::write_file_atomically(path, text);
+  out_.open(path, std::ios::app);
   ZERO_CHECK(out_.good(), "MetricsLog: cannot open '", path, "' for writing");
-  for (const StepMetrics& m : records_) out_ << to_json_line(m) << '\n';
-  out_.flush();
-  ZERO_CHECK(out_.good(), "MetricsLog: writing '", path, "' failed");
 }
 
 void MetricsLog::Write(const StepMetrics& m) {

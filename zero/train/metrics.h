@@ -44,9 +44,11 @@ std::string format_log_line(const StepMetrics& m, int64_t max_steps);
 /// A rate in a few characters: 950, 3.1k, 362k, 1.25M.
 std::string format_rate(double per_second);
 
-/// Reads every record of a metrics file (a missing file reads as empty; a last line cut
-/// short by a crash is skipped). @throws zero::Error on any other malformed line.
-std::vector<StepMetrics> read_metrics(const std::string& path);
+/// Reads every record of a metrics file; a missing file reads as empty. A line that is
+/// not a record (the last line cut short by a crash, or a line damaged by hand) is
+/// skipped and counted in `*skipped` when given, so one bad line never makes a run
+/// impossible to resume.
+std::vector<StepMetrics> read_metrics(const std::string& path, int64_t* skipped = nullptr);
 
 /// The (step, loss) points of `records`, and the (step, val_loss) points of those that
 /// have one, ready for `write_loss_curve_png`.
@@ -54,11 +56,17 @@ void loss_points(const std::vector<StepMetrics>& records, std::vector<LossPoint>
                  std::vector<LossPoint>* val);
 
 /// Appends records to a JSONL file, flushing each line.
+///
+/// Crash safety: a new or resumed log is first written whole through
+/// `io::write_file_atomically` (so a crash then leaves the old file or the new one, never
+/// a cut one); after that each record is one appended line, and a crash can at worst cut
+/// the last line, which `read_metrics` skips.
 class MetricsLog {
  public:
   /// Starts a log at `path`. With `resume_step` < 0 any existing file is replaced;
   /// otherwise the records of a resumed run are kept up to and including step
-  /// `resume_step` (later ones belong to steps the resumed run will redo).
+  /// `resume_step` (later ones belong to steps the resumed run will redo), and lines
+  /// that are not records are dropped (counted by `skipped_lines`).
   /// @throws zero::Error if the file cannot be written.
   explicit MetricsLog(const std::string& path, int64_t resume_step = -1);
   /// Appends one record. @throws zero::Error if the write fails.
@@ -67,11 +75,14 @@ class MetricsLog {
   const std::vector<StepMetrics>& records() const { return records_; }
   /// The file written to.
   const std::string& path() const { return path_; }
+  /// Lines of a resumed log that were not records and were dropped.
+  int64_t skipped_lines() const { return skipped_; }
 
  private:
   std::string path_;
   std::ofstream out_;
   std::vector<StepMetrics> records_;
+  int64_t skipped_ = 0;
 };
 
 }  // namespace zero::train

@@ -21,6 +21,7 @@
 #include <map>
 
 #include "zero/core/error.h"
+#include "zero/io/atomic_file.h"
 
 namespace zero::train {
 
@@ -285,17 +286,7 @@ std::string encode_png(const Canvas& canvas) {
 }
 
 void write_png(const std::string& path, const Canvas& canvas) {
-  const std::string bytes = encode_png(canvas);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ZERO_CHECK(out.good(), "write_png: cannot open '", tmp, "' for writing");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    ZERO_CHECK(out.good(), "write_png: writing '", tmp, "' failed (disk full?)");
-  }
-  ZERO_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "write_png: cannot rename '", tmp,
-             "' to '", path, "'");
+  io::write_file_atomically(path, encode_png(canvas));
 }
 
 }  // namespace zero::train
