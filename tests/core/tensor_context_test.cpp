@@ -318,5 +318,16 @@ TEST(TensorContextTest, CudaOutOfMemoryStatesRequestAndStatistics) {
   ctx.DeleteMem(p);
 }
 
+TEST(TensorContextTest, RoundingAHugeRequestIsAnErrorNotAWrap) {
+  FakeRaw raw(1 << 20);
+  CachingPool pool(raw, 512);
+  // SIZE_MAX - 10 rounded up used to wrap to 0 and hand out a tiny block.
+  testing::expect_error_mentions([&] { pool.RoundUp(SIZE_MAX - 10); },
+                                 {std::to_string(SIZE_MAX - 10), "512"});
+  EXPECT_THROW(pool.Allocate(SIZE_MAX), Error);
+  EXPECT_EQ(raw.allocate_calls, 0);
+  EXPECT_EQ(pool.RoundUp(SIZE_MAX - 511), SIZE_MAX - 511);  // already a multiple of 512
+}
+
 }  // namespace
 }  // namespace zero

@@ -197,5 +197,22 @@ TEST(TensorMetaTest, UnsqueezeAndSqueeze) {
   EXPECT_THROW(meta_squeeze(meta_of({}), 0), Error);  // a 0-d tensor has no dimension
 }
 
+TEST(TensorMetaTest, SizeArithmeticRefusesOverflowAndNegativeSizes) {
+  const int64_t big = int64_t{1} << 62;
+  testing::expect_error_mentions([&] { shape_numel({big, 4}); },
+                                 {"[4611686018427387904, 4]", "64-bit"});
+  testing::expect_error_mentions([] { shape_numel({2, -3}); }, {"sizes >= 0", "[2, -3]"});
+  // Zero elements, but the outer strides (2^120, 2^80) do not fit.
+  const int64_t t40 = int64_t{1} << 40;
+  testing::expect_error_mentions([&] { contiguous_strides({0, t40, t40, t40}); },
+                                 {"strides", "[0, 1099511627776, 1099511627776, 1099511627776]"});
+  testing::expect_error_mentions([&] { meta_of({0, t40, t40, t40}); }, {"1099511627776"});
+  EXPECT_EQ(contiguous_strides({0, t40, 4}), (Shape{t40 * 4, 4, 1}));  // still fits
+  EXPECT_EQ(shape_numel({0, t40, t40, t40}), 0);
+  // A view of an empty tensor whose known sizes overflow, and an expand past 2^63.
+  testing::expect_error_mentions([&] { meta_view(meta_of({0}), {big, big, -1}); }, {"64-bit"});
+  testing::expect_error_mentions([&] { meta_expand(meta_of({1, 1}), {big, big}); }, {"64-bit"});
+}
+
 }  // namespace
 }  // namespace zero

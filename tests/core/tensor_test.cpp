@@ -123,6 +123,16 @@ TEST(TensorCoreTest, DetachSharesDataButNotHistory) {
   testing::expect_close(y, {5, 5, 5});
 }
 
+TEST(TensorCoreTest, EmptyRefusesSizesWhoseBytesOverflow) {
+  const int64_t big = int64_t{1} << 62;
+  // (2^62 - 1) * 4 bytes wrapped to 2^64 - 4 and came back as a tensor with no error.
+  testing::expect_error_mentions([&] { Tensor::Empty({big - 1}); },
+                                 {"[4611686018427387903]", "f32", "bytes"});
+  testing::expect_error_mentions([&] { Tensor::Empty({big, 4}); }, {"[4611686018427387904, 4]"});
+  testing::expect_error_mentions([] { Tensor::Empty({-1}); }, {"sizes >= 0", "[-1]"});
+  EXPECT_EQ(Tensor::Empty({0, int64_t{1} << 40}).numel(), 0);
+}
+
 ZERO_INSTANTIATE_DEVICE_TEST(TensorTest);
 
 }  // namespace

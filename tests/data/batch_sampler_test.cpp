@@ -88,10 +88,15 @@ TEST_P(BatchSamplerTest, SetPositionResumesExactly) {
 }
 
 TEST_P(BatchSamplerTest, BadSizesAreErrorsNamingThem) {
-  expect_error([&] { BatchSampler(iota_tokens(10), 2, 9, 0, device()); }, {"(9)", "(10 - 1)"});
+  expect_error([&] { BatchSampler(iota_tokens(10), 2, 9, 0, device()); }, {"(9)", "(10 - 1)", "--block-size"});
   expect_error([&] { BatchSampler(iota_tokens(10), 2, 20, 0, device()); }, {"(20)", "(10 - 1)"});
   expect_error([&] { BatchSampler(iota_tokens(10), 0, 4, 0, device()); }, {"batch size", "got 0"});
   expect_error([&] { BatchSampler(iota_tokens(10), 2, 0, 0, device()); }, {"block size", "got 0"});
+  // 2^62 x 4 tokens wrapped to 0; the sampler then wrote rows past its buffers.
+  expect_error([&] { BatchSampler(iota_tokens(10), int64_t{1} << 62, 4, 0, device()); },
+               {"4611686018427387904 x 4", "--batch-size"});
+  BatchSampler wide(iota_tokens(10), int64_t{1} << 40, 4, 0, Device::Cpu());  // allocates nothing
+  expect_error([&] { wide.SetShard(0, 1 << 20); }, {"1048576 ranks", "1099511627776 x 4"});
   BatchSampler smallest(iota_tokens(10), 2, 8, 0, device());  // offsets 0 and 1
   auto [x, y] = smallest.Next();
   EXPECT_EQ(y.ToVector<int32_t>().back() - x.ToVector<int32_t>().back(), 1);

@@ -137,6 +137,10 @@ TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
                        R"("data_offsets":[0,8]}})",
                        four_floats),
              {"implausibly large"});
+  // No elements, but strides of 2^120: refused before contiguous_strides would overflow.
+  expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[0,1099511627776,1099511627776,)"
+                       R"(1099511627776],"data_offsets":[0,0]}})", ""),
+             {"tensor 'a'", "implausibly large"});
   expect_error([&] { load_safetensors(dir / "missing"); }, {dir / "missing", "cannot read"});
 }
 

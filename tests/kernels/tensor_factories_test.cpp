@@ -143,6 +143,19 @@ TEST(TensorFactoriesCpuTest, ToStringElidesLongData) {
   EXPECT_TRUE(contains(t.ToString(), "shape=[1000]")) << t.ToString();
 }
 
+TEST(TensorFactoriesCpuTest, SizesThatOverflowAreErrorsNotShortBuffers) {
+  const int64_t big = int64_t{1} << 62;
+  // 2^62 floats are 2^64 bytes, which wrapped to a 1-byte buffer that fill then overran.
+  testing::expect_error_mentions([&] { Tensor::Zeros({big}); }, {"[4611686018427387904]"});
+  testing::expect_error_mentions([&] { Tensor::Arange(0, big, 1); }, {"[4611686018427387904]"});
+  testing::expect_error_mentions([] { Tensor::Arange(INT64_MIN, INT64_MAX, 1); },
+                                 {"Arange(", "18446744073709551615 elements"});
+  EXPECT_EQ(Tensor::Arange(INT64_MAX - 2, INT64_MAX, 1).numel(), 2);
+  EXPECT_EQ(Tensor::Arange(INT64_MIN + 4, INT64_MIN, -2).numel(), 2);
+  EXPECT_EQ(Tensor::Arange(10, 0, -3, TensorOption().WithDtype(DataType::I32)).ToVector<int32_t>(),
+            (std::vector<int32_t>{10, 7, 4, 1}));
+}
+
 ZERO_INSTANTIATE_DEVICE_TEST(TensorFactoriesTest);
 
 }  // namespace

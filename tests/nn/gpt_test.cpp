@@ -284,6 +284,9 @@ TEST_P(GPTDeviceTest, BadInputsAreRejected) {
                         {"B = 3", "B = 2"});
   expect_error_mentions([] { nn::GPT(nn::GPTConfig{65, 256, 6, 5, 384, 0.2f}, 0); },
                         {"n_head = 5", "n_embd = 384"});
+  // 4 * 2^62 wrapped to 0, which made the MLP weights [2^62, 0]: no error, no memory.
+  expect_error_mentions([] { nn::GPT(nn::GPTConfig{65, 16, 1, 1, int64_t{1} << 62, 0.0f}, 0); },
+                        {"n_embd = 4611686018427387904", "4 * n_embd"});
 }
 
 ZERO_INSTANTIATE_DEVICE_TEST(GPTDeviceTest);

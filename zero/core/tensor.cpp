@@ -15,7 +15,12 @@ Tensor::Tensor(TensorMeta meta, std::shared_ptr<TensorNode> node)
 
 Tensor Tensor::Empty(const Shape& sizes, const TensorOption& opt) {
   TensorMeta meta = contiguous_meta(sizes, opt.dtype, opt.device);
-  auto node = std::make_shared<TensorNode>(meta.numel() * dtype_size(opt.dtype), opt.device);
+  // int64_t, not size_t: element offsets times the element size must stay representable.
+  int64_t bytes = 0;
+  ZERO_CHECK(!__builtin_mul_overflow(meta.numel(), dtype_size(opt.dtype), &bytes),
+             "a tensor of shape ", shape_to_string(sizes), " and dtype ", to_string(opt.dtype),
+             " needs more bytes than fit in a 64-bit signed integer");
+  auto node = std::make_shared<TensorNode>(static_cast<size_t>(bytes), opt.device);
   Tensor t(std::move(meta), std::move(node));
   if (opt.requires_grad) t.SetRequiresGrad(true);
   return t;

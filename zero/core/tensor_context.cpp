@@ -29,7 +29,10 @@ CachingPool::~CachingPool() {
 
 size_t CachingPool::RoundUp(size_t bytes) const {
   if (bytes == 0) bytes = 1;
-  return (bytes + rounding_ - 1) / rounding_ * rounding_;
+  size_t padded = 0;
+  ZERO_CHECK(!__builtin_add_overflow(bytes, rounding_ - 1, &padded), "cannot allocate ", bytes,
+             " bytes: rounding the request up to a multiple of ", rounding_, " overflows size_t");
+  return padded / rounding_ * rounding_;
 }
 
 void* CachingPool::Allocate(size_t request, StreamId stream) {

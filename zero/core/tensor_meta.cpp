@@ -17,9 +17,15 @@ std::string shape_to_string(const Shape& shape) {
   return os.str();
 }
 
+// Sizes come from users, files and flags: a product that wraps would make a small buffer
+// look large enough (or the reverse), so every multiplication here is checked.
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape) {
+    ZERO_CHECK(s >= 0, "expected sizes >= 0, got shape ", shape_to_string(shape));
+    ZERO_CHECK(!__builtin_mul_overflow(n, s, &n), "shape ", shape_to_string(shape),
+               " has more elements than fit in a 64-bit signed integer");
+  }
   return n;
 }
 
@@ -27,8 +33,13 @@ Shape contiguous_strides(const Shape& sizes) {
   Shape strides(sizes.size());
   int64_t stride = 1;
   for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
+    ZERO_CHECK(sizes[i] >= 0, "expected sizes >= 0, got shape ", shape_to_string(sizes));
     strides[i] = stride;
-    stride *= std::max<int64_t>(sizes[i], 1);
+    // A size-0 dimension leaves numel() at 0 but not the strides of the dimensions
+    // outside it: [0, 2^40, 2^40] has strides [2^80, 2^40, 1], which do not fit.
+    ZERO_CHECK(!__builtin_mul_overflow(stride, std::max<int64_t>(sizes[i], 1), &stride),
+               "the strides of shape ", shape_to_string(sizes),
+               " do not fit in a 64-bit signed integer");
   }
   return strides;
 }
@@ -81,7 +92,8 @@ Shape infer_size(Shape sizes, int64_t numel, const Shape& from) {
       infer = i;
     } else {
       ZERO_CHECK(sizes[i] >= 0, "expected sizes >= 0 (or one -1), got ", shape_to_string(sizes));
-      known *= sizes[i];
+      ZERO_CHECK(!__builtin_mul_overflow(known, sizes[i], &known), "shape ",
+                 shape_to_string(sizes), " has more elements than fit in a 64-bit signed integer");
     }
   }
   if (infer >= 0) {
@@ -206,6 +218,7 @@ TensorMeta meta_expand(const TensorMeta& m, const Shape& sizes) {
     out.sizes[i] = want;
     out.strides[i] = have == want ? m.strides[i - lead] : 0;
   }
+  shape_numel(out.sizes);  // throws if the expanded element count does not fit
   return out;
 }
 

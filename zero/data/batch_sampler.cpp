@@ -48,8 +48,16 @@ BatchSampler::BatchSampler(std::vector<int32_t> tokens, int64_t batch, int64_t b
   ZERO_CHECK(block_ >= 1, "expected a block size of at least 1, got ", block_);
   ZERO_CHECK(block_ < n - 1, "expected block size (", block_,
              ") below the number of tokens minus one (", n, " - 1): each window needs block + 1 ",
-             "tokens and there must be more than one window; use a smaller --block or more data");
+             "tokens and there must be more than one window; use a smaller --block-size or more data");
   ZERO_CHECK(n <= static_cast<int64_t>(UINT32_MAX), "expected at most 2^32-1 tokens, got ", n);
+  // A batch is batch x block int32 tokens; the product (and its bytes) must not wrap, or a
+  // small buffer would be filled with a huge batch.
+  int64_t batch_bytes = 0;
+  ZERO_CHECK(!__builtin_mul_overflow(batch_, block_, &batch_bytes) &&
+                 !__builtin_mul_overflow(batch_bytes, 4, &batch_bytes),
+             "expected a batch (", batch_, " x ", block_,
+             " tokens) whose size in bytes fits in a 64-bit signed integer; use a smaller "
+             "--batch-size");
   if (device_.is_cuda()) {
     const size_t bytes = static_cast<size_t>(batch_ * block_) * sizeof(int32_t);
     for (auto& slot : staging_) {
@@ -126,6 +134,11 @@ std::pair<Tensor, Tensor> BatchSampler::Next() {
 void BatchSampler::SetShard(int64_t rank, int64_t world) {
   ZERO_CHECK(world >= 1 && rank >= 0 && rank < world, "BatchSampler::SetShard: expected 0 <= rank "
              "< world, got rank ", rank, " of world ", world);
+  int64_t tokens = 0;  // the global batch, all ranks' rows together, must not wrap either
+  ZERO_CHECK(!__builtin_mul_overflow(batch_ * block_, world, &tokens) &&
+                 !__builtin_mul_overflow(tokens, 4, &tokens),
+             "BatchSampler::SetShard: ", world, " ranks of batch ", batch_, " x ", block_,
+             " tokens do not fit in a 64-bit signed integer");
   shard_rank_ = rank, shard_world_ = world;
   pending_ = Staged{};  // a prefetched batch holds the old shard's rows
 }

@@ -23,6 +23,7 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the reference library's limit
 constexpr const char* kMetadataKey = "__metadata__";
+constexpr uint64_t kMaxElements = 1ull << 40;  // per tensor: 4 TiB of F32, beyond any real file
 
 const char* dtype_name(DataType dtype) { return dtype == DataType::F32 ? "F32" : "I32"; }
 
@@ -59,15 +60,20 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
     fail(path, where + ": unknown or unsupported dtype \"" + dtype + "\" (Zero reads F32 and I32)");
   }
   if (!j.contains("shape") || !j["shape"].is_array()) fail(path, where + ": no \"shape\" array");
-  uint64_t numel = 1;
+  // The cap bounds the product of max(size, 1), not only the element count: a size-0
+  // dimension makes numel 0 while the strides of [0, 2^40, 2^40, 2^40] still overflow.
+  uint64_t numel = 1, span = 1;
   for (const auto& d : j["shape"]) {
     if (!d.is_number_unsigned())
       fail(path, where + ": shape entries must be non-negative integers, got " + d.dump());
     const uint64_t size = d.get<uint64_t>();
-    if (size > (1ull << 40) || (size != 0 && numel > (1ull << 40) / size)) {
-      fail(path, where + ": shape " + j["shape"].dump() + " is implausibly large");
+    const uint64_t extent = std::max<uint64_t>(size, 1);
+    if (size > kMaxElements || span > kMaxElements / extent) {
+      fail(path, where + ": shape " + j["shape"].dump() + " is implausibly large (more than 2^40 "
+                 "elements, counting a size-0 dimension as 1)");
     }
     numel *= size;
+    span *= extent;
     e.shape.push_back(static_cast<int64_t>(size));
   }
   const auto& offsets = j.value("data_offsets", nlohmann::json());

@@ -1,6 +1,7 @@
 // Tensor's factories and host access: the Tensor methods that need kernels
 // (fill, random numbers, copies). See Note [Where Tensor's methods are defined].
 #include <algorithm>
+#include <cstdint>
 #include <iomanip>
 #include <sstream>
 
@@ -39,8 +40,16 @@ Tensor Tensor::Randn(const Shape& sizes, const TensorOption& opt, Generator* gen
 
 Tensor Tensor::Arange(int64_t start, int64_t end, int64_t step, const TensorOption& opt) {
   ZERO_CHECK(step != 0, "Arange: step must not be 0");
-  const int64_t n = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
-  Tensor t = Empty({std::max<int64_t>(n, 0)}, opt.WithRequiresGrad(false));
+  // The count in unsigned arithmetic: end - start and the rounding up can exceed int64_t
+  // (Arange(INT64_MIN, INT64_MAX, 1)); a count above INT64_MAX is refused.
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const uint64_t span = step > 0 ? (end > start ? u(end) - u(start) : 0)
+                                 : (start > end ? u(start) - u(end) : 0);
+  const uint64_t stride = step > 0 ? u(step) : 0 - u(step);
+  const uint64_t n = span / stride + (span % stride != 0);
+  ZERO_CHECK(n <= u(INT64_MAX), "Arange(", start, ", ", end, ", ", step, "): ", n,
+             " elements do not fit in a 64-bit signed integer");
+  Tensor t = Empty({static_cast<int64_t>(n)}, opt.WithRequiresGrad(false));
   ops::arange(t, static_cast<double>(start), static_cast<double>(step));
   return opt.requires_grad ? t.SetRequiresGrad(true) : t;
 }

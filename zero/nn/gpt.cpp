@@ -37,6 +37,11 @@ GPT::GPT(const GPTConfig& config, uint64_t seed)
              ", n_head = ", config.n_head, ", n_embd = ", config.n_embd);
   ZERO_CHECK(config.n_embd % config.n_head == 0, "GPTConfig: n_head = ", config.n_head,
              " must divide n_embd = ", config.n_embd);
+  // The MLP is 4 * n_embd wide; the layers' shapes are checked when their weights are
+  // made, but this product is computed before, in plain arithmetic.
+  int64_t mlp_width = 0;
+  ZERO_CHECK(!__builtin_mul_overflow(config.n_embd, 4, &mlp_width), "GPTConfig: n_embd = ",
+             config.n_embd, " is too large (4 * n_embd does not fit in a 64-bit signed integer)");
   Generator init(seed);
   Generator* drop = &dropout_gen_;
   // nanoGPT's tree: a `transformer` dict holding wte, wpe, drop, h (the blocks), ln_f.
