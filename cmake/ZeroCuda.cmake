@@ -20,6 +20,9 @@ if(NOT _zero_cuda STREQUAL "OFF")
   else()
     message(STATUS "Zero: no CUDA toolkit found; building the CPU-only library (ZERO_CUDA=AUTO)")
   endif()
+else()
+  # OFF skips the search, so say why there is no CUDA rather than that none was found.
+  message(STATUS "Zero: CUDA backend disabled by ZERO_CUDA=OFF; building the CPU-only library")
 endif()
 
 if(ZERO_HAS_CUDA)
