@@ -13,8 +13,10 @@
 // MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32, large GEMMs as
 // split TF32 on Tensor Cores (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh);
 // ieee -> exact FP32 on the FP32 units (cuBLAS's SGEMM) for every size; 1 or fp16 ->
-// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores. It is read
-// once per process; set_matmul_mode_override (cuda_ops.h) replaces it for benchmarks.
+// operands converted to FP16 for FP16 Tensor Cores, FP32 accumulation and output
+// (Note [FP16 Tensor Cores with FP32 in and out], blas_fp16.cu); tf32 -> TF32 Tensor
+// Cores. It is read once per process; set_matmul_mode_override (cuda_ops.h) replaces
+// it for benchmarks.
 #include <cublas_v2.h>
 
 #include <atomic>
@@ -101,6 +103,8 @@ cublasComputeType_t compute_type() {
 
 bool split_tf32_mode() { return current_mode() == Mode::kSplit; }
 
+bool fp16_mode() { return current_mode() == Mode::kFp16; }
+
 }  // namespace cuda
 
 namespace {
@@ -140,6 +144,15 @@ bool linear_batch_stride(const DimsArg& d, int64_t batch, int64_t& stride) {
   return true;
 }
 
+// Elements spanned by `batch` column-major matrices, each stored as op(X) (rows x cols)
+// with transpose `op`, leading dimension ld, and `stride` elements apart.
+int64_t span(cublasOperation_t op, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
+             int64_t batch) {
+  const int64_t stored_cols = op == CUBLAS_OP_N ? cols : rows;
+  const int64_t stored_rows = op == CUBLAS_OP_N ? rows : cols;
+  return (batch - 1) * stride + (stored_cols - 1) * ld + stored_rows;
+}
+
 // C = A B, or C += A B with beta = 1.
 void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
           int64_t M, int64_t N, int64_t K, const float* A, int64_t stride_a, const float* B,
@@ -153,6 +166,23 @@ void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const Matri
       cuda::split_tf32_gemm(device, op_b == CUBLAS_OP_T, op_a == CUBLAS_OP_T, N, M, K, B, lb.ld,
                             A, la.ld, C, CUBLASLT_EPILOGUE_DEFAULT, nullptr, beta)) {
     return;
+  }
+  if (cuda::fp16_mode()) {
+    // Whole spans are converted, gaps between rows (ld > width) included: the pass is
+    // simpler, and the leading dimensions and batch strides stay as they are.
+    const Tensor b16 = cuda::to_half(B, span(op_b, N, K, lb.ld, stride_b, batch), device);
+    const Tensor a16 = cuda::to_half(A, span(op_a, K, M, la.ld, stride_a, batch), device);
+    if (batch == 1) {
+      ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, b16.data(), CUDA_R_16F,
+                                     lb.ld, a16.data(), CUDA_R_16F, la.ld, &beta, C, CUDA_R_32F,
+                                     N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      ZERO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          handle, op_b, op_a, N, M, K, &alpha, b16.data(), CUDA_R_16F, lb.ld, stride_b,
+          a16.data(), CUDA_R_16F, la.ld, stride_a, &beta, C, CUDA_R_32F, N, M * N, batch,
+          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+    return;  // a16 and b16 go back to the allocator, ordered after the GEMM on one stream
   }
   if (batch == 1) {
     ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, CUDA_R_32F, lb.ld, A,

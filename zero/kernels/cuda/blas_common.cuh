@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "zero/core/tensor.h"
+
 namespace zero::ops::cuda {
 
 // Bytes of each GPU's BLAS workspace: cuBLAS's recommendation for Hopper.
@@ -20,9 +22,17 @@ cublasHandle_t blas_handle(int device);
 // That GPU's workspace of kBlasWorkspaceBytes, for cublasLtMatmul.
 void* blas_workspace(int device);
 // MX_FAST_MATMUL: unset, 0 or ieee -> exact FP32 (CUBLAS_COMPUTE_32F); 1 or fp16 ->
-// FP16 Tensor Cores inside (FP32 in and out); tf32 -> TF32 Tensor Cores. Read once;
-// set_matmul_mode_override (cuda_ops.h) replaces it while set.
+// CUBLAS_COMPUTE_32F_FAST_16F; tf32 -> TF32 Tensor Cores. Read once;
+// set_matmul_mode_override (cuda_ops.h) replaces it while set. In fp16 mode no GEMM
+// passes this compute type to cuBLAS (see fp16_mode); it only names the mode.
 cublasComputeType_t compute_type();
+// True for MX_FAST_MATMUL=1 or fp16: GEMMs convert their operands with to_half and run
+// on FP16 Tensor Cores with FP32 accumulation and output (Note [FP16 Tensor Cores with
+// FP32 in and out], blas_fp16.cu).
+bool fp16_mode();
+// The `count` floats at x on GPU `device`, rounded to FP16 into a new buffer (FP32
+// storage of (count + 1) / 2 elements), queued on the current stream.
+Tensor to_half(const float* x, int64_t count, int device);
 // True in exact mode unless MX_FAST_MATMUL=ieee: large FP32 GEMMs then run as split
 // TF32 (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh).
 bool split_tf32_mode();

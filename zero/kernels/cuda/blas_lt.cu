@@ -54,10 +54,11 @@ struct AlgoKey {
   int device;
   bool trans_a, trans_b;
   int64_t m, n, k;
-  int epilogue, compute;
+  int epilogue, compute, ab_type;
   bool operator<(const AlgoKey& o) const {
-    return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute) <
-           std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n, o.k, o.epilogue, o.compute);
+    return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute, ab_type) <
+           std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n, o.k, o.epilogue, o.compute,
+                    o.ab_type);
   }
 };
 
@@ -104,11 +105,12 @@ const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
 
 // Column-major D (m x n, ld m) = op(A) op(B) + beta D in `compute`, with `epilogue`
 // reading or writing `bias`. A is stored m x k (or k x m when trans_a), B k x n (or
-// n x k when trans_b), both packed. Returns false, having done nothing, when cuBLASLt
+// n x k when trans_b), both packed, both of type `ab_type` (FP32, or FP16 in fp16
+// mode); D and the bias are FP32. Returns false, having done nothing, when cuBLASLt
 // has no algorithm.
-bool lt_matmul_in(cublasComputeType_t compute, int device, bool trans_a, bool trans_b, int64_t m,
-                  int64_t n, int64_t k, const float* A, const float* B, float* D,
-                  cublasLtEpilogue_t epilogue, float* bias, float beta = 0.0f) {
+bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int device, bool trans_a,
+                  bool trans_b, int64_t m, int64_t n, int64_t k, const void* A, const void* B,
+                  float* D, cublasLtEpilogue_t epilogue, float* bias, float beta = 0.0f) {
   if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias)) return false;
   cublasLtHandle_t handle = reinterpret_cast<cublasLtHandle_t>(cuda::blas_handle(device));
   MatmulDesc op;
@@ -125,10 +127,14 @@ bool lt_matmul_in(cublasComputeType_t compute, int device, bool trans_a, bool tr
   set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
   set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
   set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  if (ab_type != CUDA_R_32F) {  // the bias follows D, FP32, rather than the inputs
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
+  }
   Layout la, lb, ld;
-  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la.layout, CUDA_R_32F, trans_a ? k : m,
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la.layout, ab_type, trans_a ? k : m,
                                                trans_a ? m : k, trans_a ? k : m));
-  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb.layout, CUDA_R_32F, trans_b ? n : k,
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb.layout, ab_type, trans_b ? n : k,
                                                trans_b ? k : n, trans_b ? n : k));
   ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ld.layout, CUDA_R_32F, m, n, m));
   Preference pref;
@@ -144,7 +150,7 @@ bool lt_matmul_in(cublasComputeType_t compute, int device, bool trans_a, bool tr
                           workspace_bytes, cuda::current_stream());
   };
   const AlgoKey key{device, trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
-                    static_cast<int>(compute)};
+                    static_cast<int>(compute), static_cast<int>(ab_type)};
   const cublasLtMatmulAlgo_t* algo = tuned_algo(key);
   if (algo == nullptr) {
     cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
@@ -168,8 +174,10 @@ bool lt_matmul_in(cublasComputeType_t compute, int device, bool trans_a, bool tr
 }
 
 // lt_matmul_in in the compute mode MX_FAST_MATMUL selects; in exact mode a large GEMM
-// runs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores]). The BGRADB epilogue
-// would sum B's three pieces, so a caller asking for it must first check
+// runs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores]), in fp16 mode on FP16
+// copies of A and B (Note [FP16 Tensor Cores with FP32 in and out]; BGRADB then sums
+// the FP16 copy of B). The BGRADB
+// epilogue would sum B's three pieces, so a caller asking for it must first check
 // split_tf32_pays and do without the epilogue when it is true.
 bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
@@ -178,8 +186,13 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
     return cuda::split_tf32_gemm(device, trans_a, trans_b, m, n, k, A, trans_a ? k : m, B,
                                  trans_b ? n : k, D, epilogue, bias);
   }
-  return lt_matmul_in(cuda::compute_type(), device, trans_a, trans_b, m, n, k, A, B, D,
-                      epilogue, bias);
+  if (cuda::fp16_mode()) {
+    const Tensor a16 = cuda::to_half(A, m * k, device), b16 = cuda::to_half(B, k * n, device);
+    return lt_matmul_in(CUBLAS_COMPUTE_32F, CUDA_R_16F, device, trans_a, trans_b, m, n, k,
+                        a16.data(), b16.data(), D, epilogue, bias);
+  }
+  return lt_matmul_in(cuda::compute_type(), CUDA_R_32F, device, trans_a, trans_b, m, n, k, A, B,
+                      D, epilogue, bias);
 }
 
 // A 2-d tensor viewed transposed / a contiguous tensor viewed with new sizes, without
@@ -198,8 +211,9 @@ bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, in
   // The pieces are packed and K-major: A transposed, B not (split_tf32.cuh).
   const SplitOperand a3 = split_tf32(A, trans_a, /*second=*/false, m, k, lda, device);
   const SplitOperand b3 = split_tf32(B, trans_b, /*second=*/true, n, k, ldb, device);
-  return lt_matmul_in(CUBLAS_COMPUTE_32F_FAST_TF32, device, /*trans_a=*/true, /*trans_b=*/false,
-                      m, n, 3 * k, a3.data(), b3.data(), D, epilogue, bias, beta);
+  return lt_matmul_in(CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, device, /*trans_a=*/true,
+                      /*trans_b=*/false, m, n, 3 * k, a3.data(), b3.data(), D, epilogue, bias,
+                      beta);
 }
 
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
