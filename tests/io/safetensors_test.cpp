@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "tests/data/test_files.h"
 #include "tests/support/test_support.h"
@@ -142,6 +143,41 @@ TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
                        R"(1099511627776],"data_offsets":[0,0]}})", ""),
              {"tensor 'a'", "implausibly large"});
   expect_error([&] { load_safetensors(dir / "missing"); }, {dir / "missing", "cannot read"});
+}
+
+TEST(SafetensorsFormatTest, HeaderRulesAreTheReferenceLibrarys) {
+  TempDir dir;
+  const std::string path = dir / "bad";
+  auto expect_bad = [&](const std::string& file, const std::vector<std::string>& parts) {
+    testing::write_bytes(path, file);
+    std::vector<std::string> all = parts;
+    all.push_back(path);
+    expect_error([&] { load_safetensors(path); }, all);
+  };
+  const std::string a = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string two_floats(8, '\0');
+  // Bytes after a NUL were ignored: the NUL ended nlohmann-json's input.
+  expect_bad(make_file("{" + a + std::string(1, '\0') + "junk}", two_floats),
+             {"NUL byte at offset 53"});
+  expect_bad(make_file("{" + a + "}\n", two_floats, 64), {"byte 10 at offset 54", "only spaces"});
+  expect_bad(make_file("{" + a + "}\t", two_floats), {"byte 9", "only spaces"});
+  // The last of two equal names won; the first tensor's bytes then counted as a gap.
+  expect_bad(make_file("{" + a + "," + a + "}", two_floats + two_floats),
+             {"\"a\" appears twice"});
+  expect_bad(make_file(R"({"a":{"dtype":"F32","dtype":"I32","shape":[2],"data_offsets":[0,8]}})",
+                       two_floats),
+             {"\"dtype\" appears twice"});
+  expect_bad(make_file(R"({"__metadata__":{"k":"1","k":"2"}})", ""), {"\"k\" appears twice"});
+  expect_bad(make_file(R"({"":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two_floats),
+             {"empty name"});
+  expect_bad(make_file("{\"\xff\"" + a.substr(3) + "}", two_floats),
+             {"not valid JSON"});  // a name that is not UTF-8
+  expect_bad(make_file(" {" + a + "}", two_floats), {"does not start with '{'"});
+  // Equal keys in different objects are fine, and so is padding with spaces.
+  testing::write_bytes(path, make_file(R"({"__metadata__":{"a":"x"},)" + a + "}", two_floats, 80));
+  std::map<std::string, std::string> meta;
+  EXPECT_EQ(load_safetensors(path, &meta).size(), 1u);
+  EXPECT_EQ(meta["a"], "x");
 }
 
 TEST(SafetensorsFormatTest, AcceptsHeaderPaddingAndEmptyFile) {

@@ -93,6 +93,44 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   return e;
 }
 
+// The header by the format's rules, which the reference library enforces: a JSON object
+// that starts with '{', padded at the end with spaces (0x20) only, and no key twice in any
+// object. nlohmann-json alone would stop at a NUL byte (ignoring what follows), accept
+// any JSON whitespace as padding and keep the last of two equal keys.
+nlohmann::json parse_header(const std::string& path, const std::string& text) {
+  if (text.empty() || text[0] != '{')
+    fail(path, "the header does not start with '{' (not safetensors?)");
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    fail(path, detail::str_cat("the header has a NUL byte at offset ", nul,
+                               "; it must be JSON padded with spaces only"));
+  }
+  const size_t last = text.find_last_not_of(' ');
+  std::vector<std::set<std::string>> keys;  // those seen in each object being parsed
+  auto no_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) keys.emplace_back();
+    if (event == Event::object_end) keys.pop_back();
+    if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second) {
+      fail(path, "the key \"" + parsed.get<std::string>() + "\" appears twice in one object of "
+                 "the header (duplicate keys are not allowed)");
+    }
+    return true;
+  };
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text.begin(), text.begin() + last + 1, no_duplicates);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, std::string("the header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail(path, "the header is not a JSON object");
+  if (text[last] != '}') {  // valid JSON, so what follows the object is other whitespace
+    fail(path, detail::str_cat("the header is padded with byte ", static_cast<int>(text[last]),
+                               " at offset ", last, "; only spaces (0x20) may pad it"));
+  }
+  return header;
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
@@ -155,16 +193,7 @@ NamedTensors load_safetensors(const std::string& path,
     fail(path, detail::str_cat("header length ", n, " exceeds the 100 MiB limit"));
   std::string text(n, '\0');
   read_at(in, path, 8, text.data(), n);
-  if (text.empty() || text[0] != '{')
-    fail(path, "the header does not start with '{' (not safetensors?)");
-  nlohmann::json header;
-  try {
-    header =
-        nlohmann::json::parse(text);  // trailing whitespace (padding) is allowed, anything else not
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("the header is not valid JSON: ") + e.what());
-  }
-  if (!header.is_object()) fail(path, "the header is not a JSON object");
+  const nlohmann::json header = parse_header(path, text);
 
   std::vector<Entry> entries;
   for (const auto& [name, value] : header.items()) {
@@ -177,6 +206,7 @@ NamedTensors load_safetensors(const std::string& path,
       }
       continue;
     }
+    if (name.empty()) fail(path, "a tensor has an empty name");  // save_safetensors refuses one
     entries.push_back(parse_entry(path, name, value));
   }
 

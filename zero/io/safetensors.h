@@ -36,7 +36,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 /// file: too short, header length beyond the file, a header that is not a JSON object,
 /// an unknown dtype, a shape that does not match its byte range, offsets out of range,
 /// overlapping or leaving gaps, or bytes after the last tensor (the reference library
-/// rejects those too). Only whitespace may follow the JSON inside the header (padding).
+/// rejects those too). As in the reference library, the header is a JSON object padded
+/// at the end with spaces only (a NUL byte, a newline or other bytes after it are errors),
+/// no key appears twice in one object, and no tensor name is empty.
 NamedTensors load_safetensors(const std::string& path,
                               std::map<std::string, std::string>* metadata = nullptr);
 
