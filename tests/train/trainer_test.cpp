@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "zero/autograd/grad_mode.h"
 #include "zero/core/philox.h"
 #include "zero/optim/lr_schedule.h"
 
@@ -119,6 +120,61 @@ TEST(TrainerTest, LearnsARepeatingPattern) {
   EXPECT_FLOAT_EQ(r.lr, optim::lr_at(39, 2, 40, 1e-2f, 1e-3f));
   EXPECT_GT(r.grad_norm, 0.0f);
   EXPECT_EQ(trainer.step(), 40);
+}
+
+// A model whose weights are NaN has a NaN loss on every step: after kDivergedAfter of
+// them Step() stops the run, and no step in between may overwrite a saved checkpoint.
+TEST(TrainerTest, DivergedRunStopsAndNeverSavesANonFiniteModel) {
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "zero_trainer_test_diverged").string();
+  std::filesystem::remove_all(dir);
+  Trainer trainer(tiny_config(), data(), Device::Cpu());
+  trainer.Step();
+  trainer.Save(dir);  // a healthy checkpoint
+  {
+    NoGradGuard no_grad;
+    trainer.model().Parameters()[0].Fill_(NAN);
+  }
+  trainer.Step();
+  EXPECT_THROW(trainer.Save(dir), Error);  // the last loss was NaN: keep the healthy one
+  bool stopped = false;
+  for (int64_t i = 1; i < Trainer::kDivergedAfter && !stopped; ++i) {
+    try {
+      trainer.Step();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("training diverged"), std::string::npos) << e.what();
+      stopped = true;
+    }
+  }
+  EXPECT_TRUE(stopped) << "Step() must throw after " << Trainer::kDivergedAfter
+                       << " non-finite losses in a row";
+  EXPECT_EQ(read_trainer_state(dir).step, 1);  // still the healthy checkpoint
+}
+
+// A checkpoint holding NaN is refused when loaded, naming the tensor, before the model
+// or the optimiser change.
+TEST(TrainerTest, CheckpointWithNonFiniteWeightsIsRefused) {
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "zero_trainer_test_nan_ckpt").string();
+  Trainer trainer(tiny_config(), data(), Device::Cpu());
+  trainer.Step();
+  auto named = trainer.model().NamedParameters();
+  {
+    NoGradGuard no_grad;
+    named[1].second.Fill_(INFINITY);
+  }
+  save_checkpoint(dir, trainer.model(), trainer.optimizer(), trainer.State());
+  Trainer other(tiny_config(), data(), Device::Cpu());
+  const float before = other.model().Parameters()[0].ToVector<float>()[0];
+  try {
+    other.Resume(dir);
+    FAIL() << "a checkpoint with an infinite weight must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(named[1].first), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(other.model().Parameters()[0].ToVector<float>()[0], before);
+  EXPECT_EQ(other.step(), 0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "zero/autograd/grad_mode.h"
 #include "zero/core/philox.h"
 #include "zero/core/tensor_context.h"
+#include "zero/train/budget.h"
 
 namespace zero::train {
 
@@ -96,9 +97,11 @@ std::vector<std::vector<int32_t>> generate(nn::GPT& model, const std::vector<int
     ZERO_CHECK(id >= 0 && id < config.vocab_size, "generate: prompt token ", id,
                " is outside the model's vocabulary [0, ", config.vocab_size, ")");
   }
+  const Device device = model.device();
+  check_fits(sampling_bytes_lower_bound(config, batch, n_new), device,
+             detail::str_cat("generating ", batch, " sequences of ", n_new, " tokens"));
   nn::EvalGuard eval(model);
   NoGradGuard no_grad;
-  const Device device = model.device();
   DefaultTensorContext::Get(device).TrimFreePool();
 
   std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(batch), prompt);

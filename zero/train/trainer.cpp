@@ -13,6 +13,7 @@
 #include "zero/dist/data_parallel.h"
 #include "zero/optim/grad_clip.h"
 #include "zero/optim/lr_schedule.h"
+#include "zero/train/budget.h"
 
 namespace zero::train {
 
@@ -34,6 +35,10 @@ Trainer::Trainer(const TrainConfig& config, TokenData data, Device device)
   ZERO_CHECK(batch > 0 && config.max_steps >= 0 && config.warmup >= 0,
              "Trainer: expected batch_size > 0, max_steps >= 0 and warmup >= 0, got ", batch, ", ",
              config.max_steps, ", ", config.warmup);
+  check_fits(training_bytes_lower_bound(config), device,
+             detail::str_cat("training a GPT of n_layer = ", config.model.n_layer,
+                             ", n_embd = ", config.model.n_embd, ", vocab ",
+                             config.model.vocab_size, " on batches of ", batch, " x ", block));
   model_ = std::make_unique<nn::GPT>(config.model, config.seed);
   model_->To(device);
   optim::AdamWOptions options;
@@ -84,6 +89,11 @@ StepResult Trainer::Step() {
   // The one device -> host copy of the step (the mean over ranks when data-parallel).
   r.loss = data_parallel_ ? data_parallel_->AverageOverRanks(loss) : loss.Item();
   ++step_;
+  nonfinite_in_a_row_ = std::isfinite(r.loss) ? 0 : nonfinite_in_a_row_ + 1;
+  ZERO_CHECK(nonfinite_in_a_row_ < kDivergedAfter, "training diverged: the loss has not been "
+             "finite for ", kDivergedAfter, " steps in a row (up to step ", step_,
+             "); stopping without saving, so the last checkpoint is the last healthy one "
+             "(a lower --lr may help)");
   r.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -147,6 +157,8 @@ TrainerState Trainer::State() {
 
 void Trainer::Save(const std::string& dir) {
   if (data_parallel_ && data_parallel_->communicator().rank() != 0) return;  // rank 0 writes
+  ZERO_CHECK(nonfinite_in_a_row_ == 0, "not saving a checkpoint to ", dir, " at step ", step_,
+             ": the last step's loss was not finite (the checkpoint already there is kept)");
   save_checkpoint(dir, *model_, *optimizer_, State());
 }
 

@@ -56,7 +56,11 @@ class Trainer {
   /// @throws zero::Error if a split is too short for one block.
   Trainer(const TrainConfig& config, TokenData data, Device device);
 
+  /// Consecutive steps with a non-finite loss after which `Step` gives up.
+  static constexpr int64_t kDivergedAfter = 20;
   /// One optimisation step (see the file comment); increments `step()`.
+  /// @throws zero::Error when the loss has not been finite for `kDivergedAfter` steps in
+  /// a row: the run has diverged, and nothing more is saved.
   StepResult Step();
   /// Where the time of a few steps went (profiler.h).
   struct Profile {
@@ -80,6 +84,8 @@ class Trainer {
   TrainerState State();
   /// Writes a checkpoint of the whole run to `dir` (checkpoint.h). On a data-parallel
   /// rank other than 0 it does nothing: rank 0 writes for all.
+  /// @throws zero::Error, writing nothing, when the last step's loss was not finite, so
+  /// the checkpoint already in `dir` (from a healthy step) is kept.
   void Save(const std::string& dir);
   /// Continues a run saved by `Save`: weights, moments, step, best val loss, and the
   /// dropout and sampler positions. The model shape must match; the hyper-parameters
@@ -128,6 +134,7 @@ class Trainer {
   std::shared_ptr<dist::DataParallel> data_parallel_;  // EnableDataParallel
   int64_t step_ = 0;
   int64_t skipped_ = 0;
+  int64_t nonfinite_in_a_row_ = 0;  // steps whose loss was NaN or infinite, up to now
   float best_val_loss_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/device.h"
+#include "zero/core/device_memory.h"
 #include "zero/core/tensor_context.h"
 
 // Note [Blocks and streams] (core/tensor_context.h): cached blocks are reused in the
@@ -30,6 +31,14 @@ int cuda_device_count() {
   }();
   return count;
 }
+
+namespace detail {
+int64_t cuda_total_memory(int index) {
+  cudaDeviceProp prop;
+  ZERO_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+  return static_cast<int64_t>(prop.totalGlobalMem);
+}
+}  // namespace detail
 
 namespace {
 
