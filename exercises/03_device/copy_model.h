@@ -48,6 +48,9 @@ struct CopyModel {
 // so minimise the *relative* error sum(((a + b n_i - t_i) / t_i)^2) instead: a
 // weighted least-squares line with weights 1 / t_i^2. Then the small copies fix the
 // latency a and the large ones the slope b = 1 / bandwidth.
+// Throws zero::Error for a time that is not positive, when all sizes are equal (no
+// slope to fit) and when the fitted time does not grow with size. latency_s is never
+// negative: an intercept that noise pushes below zero becomes 0.
 inline CopyModel fit_copy_model(const std::vector<CopySample>& samples) {
   ZERO_CHECK(samples.size() >= 2, "fit_copy_model: expected at least two measurements, got ",
              samples.size());
