@@ -76,11 +76,30 @@ TEST(CharTokenizerTest, LoadRejectsBadFilesNamingThem) {
   testing::write_bytes(path, "{not json");
   expect_error([&] { CharTokenizer::Load(path); }, {path, "not valid JSON"});
   testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": 2, "chars": ["a"]})");
-  expect_error([&] { CharTokenizer::Load(path); }, {path, "version 1", "got 2"});
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "\"version\"", "expected 1", "got 2"});
   testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": 1, "chars": ["b", "a"]})");
   expect_error([&] { CharTokenizer::Load(path); }, {path, "increasing"});
   testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": 1, "chars": ["ab"]})");
   expect_error([&] { CharTokenizer::Load(path); }, {path, "exactly one character"});
+}
+
+TEST(CharTokenizerTest, LoadChecksEachFieldsType) {
+  TempDir dir;
+  const std::string path = dir / "vocab.json";
+  // A "format" of the wrong type threw nlohmann's type_error out of the program.
+  testing::write_bytes(path, R"({"format": [1], "version": 1, "chars": ["a"]})");
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "field \"format\"", "got [1]"});
+  testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": "1", "chars": ["a"]})");
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "field \"version\"", "got \"1\""});
+  testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": 1, "chars": "ab"})");
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "field \"chars\"", "an array"});
+  testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": 1})");
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "field \"chars\"", "missing"});
+  testing::write_bytes(path, R"({"format": "zero-char-vocab", "version": 1, "chars": ["a", 2]})");
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "entry 1", "got 2"});
+  testing::write_bytes(path, "[1, 2]");
+  expect_error([&] { CharTokenizer::Load(path); }, {path, "expected a JSON object"});
+  expect_error([&] { CharTokenizer::Load(dir.str()); }, {dir.str(), "folder"});
 }
 
 }  // namespace

@@ -67,6 +67,25 @@ TEST(TokenFileTest, PrepareRejectsBadArguments) {
   expect_error([&] { read_dataset_info(dir / "nothing"); }, {"meta.json"});
 }
 
+TEST(TokenFileTest, DatasetInfoChecksEachField) {
+  TempDir dir;
+  const std::string path = dir / "meta.json";
+  // {"format": 1} threw nlohmann's type_error from meta.value("format", "").
+  testing::write_bytes(path, R"({"format": 1})");
+  expect_error([&] { read_dataset_info(dir.str()); }, {path, "field \"format\"", "got 1"});
+  const std::string head = R"({"format": "zero-char-dataset", "version": 1, )";
+  testing::write_bytes(path, head + R"("vocab_size": "65", "train_tokens": 9, "val_tokens": 1})");
+  expect_error([&] { read_dataset_info(dir.str()); }, {path, "field \"vocab_size\"", "\"65\""});
+  testing::write_bytes(path, head + R"("vocab_size": 65, "train_tokens": -9, "val_tokens": 1})");
+  expect_error([&] { read_dataset_info(dir.str()); }, {path, "\"train_tokens\"", ">= 0", "-9"});
+  testing::write_bytes(path, head + R"("vocab_size": 65, "train_tokens": 9})");
+  expect_error([&] { read_dataset_info(dir.str()); }, {path, "\"val_tokens\"", "missing"});
+  testing::write_bytes(path, head + R"("vocab_size": 65, "train_tokens": 9, "val_tokens": 1})");
+  EXPECT_EQ(read_dataset_info(dir.str()).vocab_size, 65);
+  // A folder where a file is expected: reading it threw std::ios_base::failure.
+  expect_error([&] { read_text_file(dir.str()); }, {dir.str(), "folder"});
+}
+
 TEST(TokenFileTest, PrepareRejectsVocabularyBeyondUint16) {
   std::vector<char32_t> cps;
   for (char32_t c = 0x4E00; cps.size() < 65537; ++c) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "zero/io/safetensors.h"
@@ -119,6 +120,72 @@ TEST(CheckpointTest, StateJsonKeepsInfinityAndRejectsOtherFormats) {
               ::testing::ThrowsMessage<Error>(HasSubstr("x.json")));
   EXPECT_THAT([] { trainer_state_from_json("not json", "y.json"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("y.json")));
+}
+
+TEST(CheckpointTest, StateJsonNamesTheFieldThatIsWrong) {
+  TrainerState s;
+  s.config.model = tiny();
+  const std::string good = trainer_state_to_json(s);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  auto expect_refused = [](const std::string& text, const std::vector<std::string>& parts) {
+    try {
+      trainer_state_from_json(text, "t.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("t.json"));
+      for (const auto& p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
+    }
+  };
+  expect_refused(with("\"n_embd\": 16", "\"n_embd\": \"abc\""),
+                 {"\"model.n_embd\"", "\"abc\""});
+  expect_refused(with("\"n_embd\": 16", "\"n_embd\": 0"), {"\"model.n_embd\"", ">= 1"});
+  expect_refused(with("\"step\": 0", "\"step\": -1"), {"\"step\"", "got -1"});
+  expect_refused(with("\"lr\": ", "\"lr\": \"x\", \"_\": "), {"\"train.lr\"", "a number"});
+  expect_refused(with("\"seed\": 1337", "\"seed\": -5"), {"\"train.seed\"", "non-negative"});
+  expect_refused(with("\"data_dir\": \"\"", "\"data_dir\": 3"),
+                 {"\"data_dir\"", "a string"});
+  expect_refused(with("\"format\": \"zero-gpt-checkpoint\"", "\"format\": [1]"),
+                 {"\"format\"", "[1]"});
+  expect_refused("[]", {"JSON object"});
+}
+
+// Rewrites the "step" metadata string of an optimizer.safetensors file to `step`.
+void set_step_metadata(const std::string& path, const std::string& step) {
+  std::map<std::string, std::string> meta;
+  const io::NamedTensors tensors = io::load_safetensors(path, &meta);
+  meta["step"] = step;
+  io::save_safetensors(path, tensors, meta);
+}
+
+TEST(CheckpointTest, OptimizerStepMetadataMustBeADecimalNumber) {
+  nn::GPT model(tiny(), 1);
+  optim::AdamW opt(model.NamedParameters());
+  train_two_steps(model, opt);
+  const std::string base = temp_dir("step"), dir = base + "/ckpt";
+  save_checkpoint(dir, model, opt, example_state(base));
+  const std::string opt_path = dir + "/optimizer.safetensors";
+  // std::stoll threw std::invalid_argument (or out_of_range), and read "7xyz" as 7.
+  for (const std::string bad : {"abc", "7xyz", "12345678901234567890123", "-3", "", " 7"}) {
+    set_step_metadata(opt_path, bad);
+    nn::GPT other(tiny(), 2);
+    optim::AdamW other_opt(other.NamedParameters());
+    TrainerState loaded;
+    EXPECT_THAT([&] { load_checkpoint(dir, other, &other_opt, loaded); },
+                ::testing::ThrowsMessage<Error>(AllOf(HasSubstr(opt_path), HasSubstr("\"step\""),
+                                                      HasSubstr("\"" + bad + "\""))))
+        << bad;
+  }
+  set_step_metadata(opt_path, "2");
+  nn::GPT other(tiny(), 2);
+  optim::AdamW other_opt(other.NamedParameters());
+  TrainerState loaded;
+  load_checkpoint(dir, other, &other_opt, loaded);
+  EXPECT_EQ(other_opt.step(), 2);
 }
 
 TEST(CheckpointTest, MissingCheckpointSaysWhatIsExpected) {

@@ -9,7 +9,9 @@
 
 #include "zero/core/error.h"
 #include "zero/data/utf8.h"
+#include "zero/data/token_file.h"  // read_text_file
 #include "zero/io/atomic_file.h"
+#include "zero/io/json_fields.h"
 
 namespace zero::data {
 namespace {
@@ -91,25 +93,15 @@ void CharTokenizer::Save(const std::string& path) const {
 }
 
 CharTokenizer CharTokenizer::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ZERO_CHECK(in.good(), "cannot open vocabulary file '", path, "' (does it exist?)");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::str_cat("vocabulary file '", path, "' is not valid JSON: ", e.what()));
-  }
-  ZERO_CHECK(doc.is_object() && doc.value("format", "") == kFormat, "vocabulary file '", path,
-             "': expected an object with \"format\": \"", kFormat, "\"");
-  ZERO_CHECK(doc.contains("version") && doc["version"] == kVersion, "vocabulary file '", path,
-             "': expected version ", kVersion, ", got ",
-             doc.value("version", nlohmann::json()).dump());
-  ZERO_CHECK(doc.contains("chars") && doc["chars"].is_array(), "vocabulary file '", path,
-             "': expected a \"chars\" array");
+  const std::string file = "vocabulary file '" + path + "'";
+  const nlohmann::json doc = io::parse_json(read_text_file(path), file);
+  const io::JsonFields fields(doc, file);
+  fields.Expect("format", kFormat);
+  fields.Expect("version", kVersion);
   std::vector<char32_t> chars;
-  for (const auto& entry : doc["chars"]) {
-    ZERO_CHECK(entry.is_string(), "vocabulary file '", path,
-               "': expected strings in \"chars\", got ", entry.dump());
+  for (const auto& entry : fields.Array("chars")) {
+    ZERO_CHECK(entry.is_string(), "vocabulary file '", path, "': field \"chars\": entry ",
+               chars.size(), ": expected a string, got ", entry.dump());
     std::vector<char32_t> cps;
     try {
       cps = decode_utf8(entry.get<std::string>());

@@ -12,6 +12,7 @@
 #include "zero/core/error.h"
 #include "zero/data/char_tokenizer.h"
 #include "zero/io/atomic_file.h"
+#include "zero/io/json_fields.h"
 
 namespace zero::data {
 namespace {
@@ -71,25 +72,13 @@ DatasetInfo prepare_char_dataset(const std::string& text, const std::string& out
 
 DatasetInfo read_dataset_info(const std::string& dir) {
   const std::string path = (fs::path(dir) / "meta.json").string();
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::str_cat("dataset file '", path, "' is not valid JSON: ", e.what()));
-  }
-  ZERO_CHECK(meta.is_object() && meta.value("format", "") == kFormat &&
-                 meta.value("version", 0) == kVersion,
-             "dataset file '", path, "': expected \"format\": \"", kFormat,
-             "\" and \"version\": ", kVersion);
-  DatasetInfo info{dir, 0, 0, 0};
-  try {
-    info.vocab_size = meta.at("vocab_size").get<int64_t>();
-    info.train_tokens = meta.at("train_tokens").get<int64_t>();
-    info.val_tokens = meta.at("val_tokens").get<int64_t>();
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::str_cat("dataset file '", path, "': ", e.what()));
-  }
-  return info;
+  const std::string file = "dataset file '" + path + "'";
+  const nlohmann::json meta = io::parse_json(read_text_file(path), file);
+  const io::JsonFields fields(meta, file);
+  fields.Expect("format", kFormat);
+  fields.Expect("version", kVersion);
+  return DatasetInfo{dir, fields.Int("vocab_size", 1, kMaxTokenFileVocab),
+                     fields.Int("train_tokens", 0), fields.Int("val_tokens", 0)};
 }
 
 std::vector<int32_t> load_tokens(const std::string& bin_path, int64_t vocab_size) {
@@ -112,9 +101,18 @@ std::vector<int32_t> load_tokens(const std::string& bin_path, int64_t vocab_size
 }
 
 std::string read_text_file(const std::string& path) {
+  // A folder opens as a stream on Linux, and reading it then throws std::ios_base::failure.
+  std::error_code ec;
+  ZERO_CHECK(!fs::is_directory(path, ec), "cannot read '", path,
+             "': it is a folder, expected a file");
   std::ifstream in(path, std::ios::binary);
   ZERO_CHECK(in.good(), "cannot open '", path, "' for reading (does it exist?)");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::exception& e) {
+    ZERO_CHECK(false, "failed reading '", path, "': ", e.what());
+  }
   ZERO_CHECK(!in.bad(), "failed reading '", path, "'");
   return bytes;
 }

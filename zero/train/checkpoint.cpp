@@ -2,6 +2,7 @@
 // through io/safetensors, the folder through io::replace_directory_atomically.
 #include "zero/train/checkpoint.h"
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "zero/autograd/grad_mode.h"
 #include "zero/io/atomic_file.h"
+#include "zero/io/json_fields.h"
 #include "zero/io/safetensors.h"
 
 namespace zero::train {
@@ -62,6 +64,17 @@ void list_names(std::ostringstream& msg, const char* label, const std::vector<st
   if (names.size() > kShown) msg << " (and " << names.size() - kShown << " more)";
 }
 
+// The optimizer's step from the metadata string: all of it a decimal number >= 0
+// (std::stoll read "7xyz" as 7 and threw std::invalid_argument for "abc").
+int64_t parse_step(const std::string& text, const std::string& path) {
+  int64_t step = -1;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, step);
+  ZERO_CHECK(ec == std::errc() && ptr == end && step >= 0, path,
+             ": metadata \"step\": expected an integer in [0, 2^63 - 1], got \"", text, "\"");
+  return step;
+}
+
 void require_file(const std::string& dir, const char* name) {
   ZERO_CHECK(fs::is_regular_file(fs::path(dir) / name), "no checkpoint in '", dir, "': expected ",
              (fs::path(dir) / name).string(),
@@ -97,45 +110,42 @@ std::string trainer_state_to_json(const TrainerState& s) {
 }
 
 TrainerState trainer_state_from_json(const std::string& text, const std::string& source) {
+  // Field by field, so that a hand-edited or damaged file names what is wrong with it.
+  const nlohmann::json doc = io::parse_json(text, source);
+  const io::JsonFields j(doc, source);
+  j.Expect("format", kFormat);
+  j.Expect("version", kVersion);
   TrainerState s;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    ZERO_CHECK(j.value("format", "") == kFormat && j.value("version", 0) == kVersion, source,
-               ": expected format \"", kFormat, "\" version ", kVersion, ", got ",
-               j.value("format", "(none)"), " version ", j.value("version", 0));
-    s.step = j.at("step").get<int64_t>();
-    const auto& best = j.at("best_val_loss");
-    s.best_val_loss = best.is_null() ? std::numeric_limits<float>::infinity() : best.get<float>();
-    const auto& rng = j.at("rng");
-    s.dropout_seed = rng.at("dropout_seed").get<uint64_t>();
-    s.dropout_offset = rng.at("dropout_offset").get<uint64_t>();
-    s.sampler_seed = rng.at("sampler_seed").get<uint64_t>();
-    s.sampler_position = rng.at("sampler_position").get<uint64_t>();
-    const auto& m = j.at("model");
-    TrainConfig& c = s.config;
-    c.model.vocab_size = m.at("vocab_size").get<int64_t>();
-    c.model.block_size = m.at("block_size").get<int64_t>();
-    c.model.n_layer = m.at("n_layer").get<int64_t>();
-    c.model.n_head = m.at("n_head").get<int64_t>();
-    c.model.n_embd = m.at("n_embd").get<int64_t>();
-    c.model.dropout = m.at("dropout").get<float>();
-    const auto& t = j.at("train");
-    c.batch_size = t.at("batch_size").get<int64_t>();
-    c.lr = t.at("lr").get<float>();
-    c.min_lr = t.at("min_lr").get<float>();
-    c.warmup = t.at("warmup").get<int64_t>();
-    c.max_steps = t.at("max_steps").get<int64_t>();
-    c.weight_decay = t.at("weight_decay").get<float>();
-    c.beta1 = t.at("beta1").get<float>();
-    c.beta2 = t.at("beta2").get<float>();
-    c.grad_clip = t.at("grad_clip").get<float>();
-    c.seed = t.at("seed").get<uint64_t>();
-    s.data_dir = j.at("data_dir").get<std::string>();
-    s.vocab_path = j.at("vocab_path").get<std::string>();
-    s.metrics_path = j.at("metrics_path").get<std::string>();
-  } catch (const nlohmann::json::exception& e) {
-    ZERO_CHECK(false, source, ": not a valid trainer.json (", e.what(), ")");
-  }
+  s.step = j.Int("step", 0);
+  s.best_val_loss = j.Get("best_val_loss").is_null() ? std::numeric_limits<float>::infinity()
+                                                     : j.Float("best_val_loss");
+  const io::JsonFields rng = j.Object("rng");
+  s.dropout_seed = rng.Uint("dropout_seed");
+  s.dropout_offset = rng.Uint("dropout_offset");
+  s.sampler_seed = rng.Uint("sampler_seed");
+  s.sampler_position = rng.Uint("sampler_position");
+  const io::JsonFields m = j.Object("model");
+  TrainConfig& c = s.config;
+  c.model.vocab_size = m.Int("vocab_size", 1);
+  c.model.block_size = m.Int("block_size", 1);
+  c.model.n_layer = m.Int("n_layer", 1);
+  c.model.n_head = m.Int("n_head", 1);
+  c.model.n_embd = m.Int("n_embd", 1);
+  c.model.dropout = m.Float("dropout");
+  const io::JsonFields t = j.Object("train");
+  c.batch_size = t.Int("batch_size", 1);
+  c.lr = t.Float("lr");
+  c.min_lr = t.Float("min_lr");
+  c.warmup = t.Int("warmup", 0);
+  c.max_steps = t.Int("max_steps", 0);
+  c.weight_decay = t.Float("weight_decay");
+  c.beta1 = t.Float("beta1");
+  c.beta2 = t.Float("beta2");
+  c.grad_clip = t.Float("grad_clip");
+  c.seed = t.Uint("seed");
+  s.data_dir = j.String("data_dir");
+  s.vocab_path = j.String("vocab_path");
+  s.metrics_path = j.String("metrics_path");
   return s;
 }
 
@@ -216,7 +226,7 @@ void load_checkpoint(const std::string& dir, nn::GPT& model, optim::AdamW* optim
     const std::string opt_path = (fs::path(dir) / "optimizer.safetensors").string();
     io::NamedTensors moments = io::load_safetensors(opt_path, &meta);
     ZERO_CHECK(meta.count("step") != 0, opt_path, ": expected a \"step\" entry in the metadata");
-    optimizer->LoadState(moments, std::stoll(meta.at("step")));
+    optimizer->LoadState(moments, parse_step(meta.at("step"), opt_path));
   }
   NoGradGuard no_grad;  // parameters require grad; copying into them is not a recorded op
   for (auto& [name, p] : params) p.CopyFrom_(saved.at(name));
