@@ -19,6 +19,8 @@
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
 
+#include "cli_checks.h"  // flag checks, and exceptions to messages in main
+
 namespace fs = std::filesystem;
 using namespace zero;
 
@@ -44,6 +46,7 @@ int run(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the sampling stream");
   app.add_flag("--library-sampler", library_sampler,
                "sample with zero::train::sample_token instead of your ex09.1 sample_token");
+  ch09::check_sample_flags(app);  // ranges, finite numbers, a non-empty prompt (cli_checks.h)
   CLI11_PARSE(app, argc, argv);
   const Device device = train::resolve_device(device_name);
 
@@ -53,6 +56,7 @@ int run(int argc, char** argv) {
   model.To(device);
   const data::CharTokenizer tok =
       data::CharTokenizer::Load((fs::path(checkpoint) / "vocab.json").string());
+  ch09::check_prompt(tok, prompt);
   std::printf("loaded %s: step %lld, best val loss %.4f, %.2fM parameters, on %s\n",
               checkpoint.c_str(), static_cast<long long>(state.step), state.best_val_loss,
               model.NumParameters() / 1e6, device.ToString().c_str());
@@ -87,10 +91,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const Error& e) {
-    std::cerr << "sample_gpt: " << e.what() << "\n";
-    return 1;
-  }
+  return ch09::guarded_main("sample_gpt", [&] { return run(argc, argv); });
 }

@@ -27,6 +27,8 @@
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
 
+#include "cli_checks.h"  // flag checks, and exceptions to messages in main
+
 namespace fs = std::filesystem;
 using namespace zero;
 
@@ -146,6 +148,7 @@ int run(int argc, char** argv) {
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for MFU (0: don't report MFU)");
   app.add_option("--profile", o.profile, "after 10 steps, time N steps op by op and print where");
   app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
+  ch09::check_train_flags(app);  // ranges, finite numbers, existing files (cli_checks.h)
   CLI11_PARSE(app, argc, argv);
   if (o.nproc > 1 && !dist.is_rank()) return train::launch_ranks(argc, argv, o.nproc, o.out_dir);
   if (o.quick) {  // the chapter test: seconds, whatever the device
@@ -199,6 +202,8 @@ int run(int argc, char** argv) {
   const std::string vocab_path = data_dir + "/vocab.json";
   const data::CharTokenizer tok = data::CharTokenizer::Load(vocab_path);
   const int64_t vocab = tok.vocab_size();
+  if (o.sample_tokens > 0 && (o.samples > 0 || o.sample_every > 0))
+    ch09::check_prompt(tok, o.prompt);  // now, not when the samples are drawn
   train::Trainer trainer(cfg,
                          {data::load_tokens(data_dir + "/train.bin", vocab),
                           data::load_tokens(data_dir + "/val.bin", vocab), data_dir, vocab_path},
@@ -301,10 +306,5 @@ int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const Error& e) {
-    std::cerr << "train_gpt: " << e.what() << "\n";
-    return 1;
-  }
+  return ch09::guarded_main("train_gpt", [&] { return run(argc, argv); });
 }

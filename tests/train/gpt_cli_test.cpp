@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/data/test_files.h"
+#include "zero/io/safetensors.h"
 
 namespace zero::train {
 namespace {
@@ -32,9 +33,12 @@ Outcome run_program(const std::string& program, const std::string& args, const T
   return {code, read_bytes(log)};
 }
 
-// The program must have failed cleanly: status 1, every part in its output.
+// The program must have failed cleanly: a non-zero status that is not a signal (1 for a
+// zero::Error, CLI11's own codes for a flag it refuses; an abort is 134), and every part
+// in its output.
 void expect_refused(const Outcome& r, const std::vector<std::string>& parts) {
-  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(r.exit_code > 0 && r.exit_code < 128) << "status " << r.exit_code << ":\n"
+                                                   << r.output;
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
   for (const std::string& p : parts) {
     EXPECT_NE(r.output.find(p), std::string::npos) << "output lacks \"" << p << "\":\n"
@@ -94,7 +98,113 @@ TEST(GptCliTest, SizesThatOverflowAreRefused) {
   expect_refused(train(dir, {{"--n-embd", "4611686018427387904"}, {"--n-head", "1"}}),
                  {"n_embd = 4611686018427387904"});
   expect_refused(train(dir, {{"--batch-size", "4611686018427387904"}}),
-                 {"4611686018427387904 x 16", "--batch-size"});
+                 {"4611686018427387904 x 16"});
+}
+
+TEST(GptCliTest, PathsThatCannotBeUsedAreRefused) {
+  TempDir dir;
+  const std::string plain = dir / "plain";
+  write_bytes(plain, "a file, not a folder\n");
+  // Each threw std::filesystem_error (or std::ios_base::failure) out of main: an abort.
+  expect_refused(train(dir, {{"--out-dir", plain}}), {plain});
+  expect_refused(train(dir, {{"--out-dir", plain + "/sub"}}), {plain + "/sub"});
+  expect_refused(train(dir, {{"--out-dir", ""}}), {"--out-dir", "non-empty"});
+  expect_refused(train(dir, {{"--out-dir", "/sys/zero_cli_test"}}), {"/sys/zero_cli_test"});
+  expect_refused(train(dir, {{"--data", dir.str()}}), {"--data", dir.str()});
+  expect_refused(train(dir, {{"--data", dir / "missing.txt"}}), {"--data", dir / "missing.txt"});
+}
+
+// Rewrites the "step" metadata string of an optimizer.safetensors file to `step`.
+void set_step_metadata(const std::string& path, const std::string& step) {
+  std::map<std::string, std::string> meta;
+  const io::NamedTensors tensors = io::load_safetensors(path, &meta);
+  meta["step"] = step;
+  io::save_safetensors(path, tensors, meta);
+}
+
+TEST(GptCliTest, DamagedCheckpointFilesAreRefusedNamingTheField) {
+  TempDir dir;
+  ASSERT_EQ(train(dir).exit_code, 0);
+  const std::string ckpt = dir / "out/checkpoint";
+  const Flags resume = {{"--device", "cpu"},   {"--out-dir", dir / "out"}, {"--resume", kSwitch},
+                        {"--max-steps", "6"}, {"--eval-iters", "2"},      {"--samples", "0"}};
+  for (const std::string bad : {"abc", "7xyz", "12345678901234567890123"}) {
+    set_step_metadata(ckpt + "/optimizer.safetensors", bad);
+    expect_refused(run_program(ZERO_TRAIN_GPT, args_of(resume), dir),
+                   {ckpt + "/optimizer.safetensors", "\"step\"", "\"" + bad + "\""});
+  }
+  set_step_metadata(ckpt + "/optimizer.safetensors", "5");
+  const Outcome resumed = run_program(ZERO_TRAIN_GPT, args_of(resume), dir);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+#ifdef ZERO_SAMPLE_GPT
+  const std::string sample = " --device cpu --num-samples 1 --max-new-tokens 5 --checkpoint ";
+  const Outcome sampled = run_program(ZERO_SAMPLE_GPT, sample + quoted(ckpt), dir);
+  EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
+  // nlohmann's type_error from CharTokenizer::Load aborted sample_gpt.
+  write_bytes(ckpt + "/vocab.json", R"({"format": [1], "version": 1, "chars": ["a"]})");
+  expect_refused(run_program(ZERO_SAMPLE_GPT, sample + quoted(ckpt), dir),
+                 {ckpt + "/vocab.json", "field \"format\"", "[1]"});
+#endif
+}
+
+TEST(GptCliTest, FlagsOutOfRangeAreRefusedBeforeAnyWork) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--seed", "-1"},           {"--nproc", "0"},         {"--nproc", "-1"},
+      {"--lr", "inf"},            {"--lr", "nan"},          {"--lr", "1e30"},
+      {"--temperature", "-1"},    {"--temperature", "nan"}, {"--min-lr", "-0.5"},
+      {"--dropout", "1"},         {"--beta2", "nan"},       {"--batch-size", "0"},
+      {"--max-steps", "-3"},      {"--top-k", "-1"},        {"--grad-clip", "inf"}};
+  for (const auto& [flag, value] : bad) {
+    const Outcome r = train(dir, {{flag, value}});
+    expect_refused(r, {flag, value});
+    EXPECT_EQ(r.output.find("prepared"), std::string::npos) << flag << " " << value;
+  }
+  expect_refused(train(dir, {{"--prompt", ""}}), {"--prompt", "empty prompt"});
+  expect_refused(train(dir, {{"--prompt", "ab\xff"}}), {"--prompt", "UTF-8"});
+  // The corpus is 4400 characters: a block of 1000 leaves too few validation tokens.
+  expect_refused(train(dir, {{"--block-size", "1000"}}), {"(1000)", "--block-size"});
+}
+
+TEST(GptCliTest, PromptsOutsideTheVocabularyAreRefusedBeforeTraining) {
+  TempDir dir;
+  const Flags sampling = {{"--samples", "1"}, {"--sample-tokens", "5"}};
+  Flags flags = sampling;
+  flags["--prompt"] = "Zebra";  // the corpus has no capital letters
+  Outcome r = train(dir, flags);
+  expect_refused(r, {"--prompt", "not in the vocabulary"});
+  EXPECT_EQ(r.output.find("val loss"), std::string::npos) << "refused only after training";
+  // With no newline in the text, the default prompt ("\n") cannot be encoded either.
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "no newline here. ";
+  write_bytes(dir / "flat.txt", text);
+  flags = sampling;
+  flags["--data"] = dir / "flat.txt";
+  flags["--out-dir"] = dir / "flat";
+  Flags all = tiny_flags();
+  for (const auto& [flag, value] : flags) all[flag] = value;
+  r = run_program(ZERO_TRAIN_GPT, args_of(all), dir);
+  expect_refused(r, {"--prompt", "not in the vocabulary"});
+  EXPECT_EQ(r.output.find("val loss"), std::string::npos) << "refused only after training";
+  EXPECT_EQ(train(dir, {{"--prompt", "the"}, {"--samples", "1"}, {"--sample-tokens", "5"}})
+                .exit_code,
+            0);
+}
+#endif
+
+#ifdef ZERO_SAMPLE_GPT
+TEST(GptCliTest, SampleFlagsOutOfRangeAreRefused) {
+  TempDir dir;
+  const std::string base = " --device cpu --checkpoint " + quoted(dir / "none");
+  for (const std::string bad : {"--temperature nan", "--temperature -1", "--seed -1",
+                                "--num-samples 0", "--max-new-tokens -5", "--top-k -1"}) {
+    const std::string flag = bad.substr(0, bad.find(' '));
+    expect_refused(run_program(ZERO_SAMPLE_GPT, base + " " + bad, dir), {flag});
+  }
+  expect_refused(run_program(ZERO_SAMPLE_GPT, base + " --prompt ''", dir), {"--prompt"});
+  expect_refused(run_program(ZERO_SAMPLE_GPT, " --checkpoint ''", dir), {"--checkpoint"});
+  // A checkpoint folder that is not one: a clear message, not an exception.
+  expect_refused(run_program(ZERO_SAMPLE_GPT, base, dir), {dir / "none"});
 }
 #endif
 

@@ -1,0 +1,164 @@
+// What train_gpt and sample_gpt share at their edges: the checks of their flags, made
+// when the command line is parsed (before any data is prepared or any step is run), and
+// the last-resort handler that turns any exception into a message and exit status 1.
+//
+// Each flag gets a CLI::Validator, so a value out of range is refused by CLI11 with the
+// flag's name ("--lr: expected a finite number in [0, 1], got 1e30"). Note that CLI11's
+// own CLI::Range lets NaN through (every comparison with NaN is false) and that CLI11
+// reads "-1" into an unsigned option as 2^64 - 1; the validators here check the text.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "zero/core/error.h"
+#include "zero/data/char_tokenizer.h"
+#include "zero/data/utf8.h"
+
+namespace ch09 {
+
+// An integer of at least `lo`, written in decimal with nothing around it.
+inline CLI::Validator integer_at_least(int64_t lo) {
+  return CLI::Validator(
+      [lo](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec == std::errc() && ptr == end && value >= lo) return "";
+        return "expected an integer >= " + std::to_string(lo) + ", got " + text;
+      },
+      "INT >= " + std::to_string(lo));
+}
+
+// A seed: any 64-bit unsigned integer, but not a negative number wrapped around.
+inline CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec == std::errc() && ptr == end) return "";
+        return "expected an integer in [0, 2^64 - 1], got " + text;
+      },
+      "UINT");
+}
+
+// A finite number in [lo, hi], or in [lo, hi) when `hi_open`.
+inline CLI::Validator finite_in(double lo, double hi, bool hi_open = false) {
+  std::ostringstream range;
+  if (std::isinf(hi)) {
+    range << ">= " << lo;
+  } else {
+    range << "in [" << lo << ", " << hi << (hi_open ? ")" : "]");
+  }
+  const std::string in = range.str();
+  return CLI::Validator(
+      [lo, hi, hi_open, in](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        const bool ok = !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) &&
+                        v >= lo && (hi_open ? v < hi : v <= hi);
+        return ok ? "" : "expected a finite number " + in + ", got " + text;
+      },
+      "NUMBER " + in);
+}
+
+// A finite number >= lo.
+inline CLI::Validator finite_at_least(double lo) { return finite_in(lo, HUGE_VAL); }
+
+// A string that is not empty (a folder, a checkpoint).
+inline CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "expected a non-empty path" : "";
+      },
+      "PATH");
+}
+
+// A prompt: non-empty, valid UTF-8. (Whether its characters are in the vocabulary is
+// known only once the data is: check_prompt.)
+inline CLI::Validator prompt_text() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text.empty()) return "expected at least one character, got an empty prompt";
+        try {
+          zero::data::decode_utf8(text);
+        } catch (const zero::Error& e) {
+          return std::string("expected UTF-8 text: ") + e.what();
+        }
+        return "";
+      },
+      "TEXT");
+}
+
+// Attaches `validator` to each named option of `app`.
+inline void check_options(CLI::App& app, std::initializer_list<const char*> names,
+                          const CLI::Validator& validator) {
+  for (const char* name : names) app.get_option(name)->check(validator);
+}
+
+// train_gpt's flags (call after adding them, before parsing).
+inline void check_train_flags(CLI::App& app) {
+  check_options(app, {"--out-dir"}, non_empty());
+  check_options(app, {"--data"}, CLI::ExistingFile);
+  check_options(app,
+                {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size",
+                 "--eval-iters", "--nproc"},
+                integer_at_least(1));
+  check_options(app,
+                {"--warmup", "--max-steps", "--eval-every", "--log-every", "--sample-every",
+                 "--samples", "--sample-tokens", "--top-k", "--profile"},
+                integer_at_least(0));
+  check_options(app, {"--seed"}, unsigned_integer());
+  check_options(app, {"--lr", "--min-lr"}, finite_in(0, 1));
+  check_options(app, {"--dropout", "--beta2"}, finite_in(0, 1, true));
+  check_options(app, {"--weight-decay", "--grad-clip", "--temperature", "--peak-tflops"},
+                finite_at_least(0));
+  check_options(app, {"--prompt"}, prompt_text());
+}
+
+// sample_gpt's flags.
+inline void check_sample_flags(CLI::App& app) {
+  check_options(app, {"--checkpoint"}, non_empty());
+  check_options(app, {"--num-samples"}, integer_at_least(1));
+  check_options(app, {"--max-new-tokens", "--top-k"}, integer_at_least(0));
+  check_options(app, {"--seed"}, unsigned_integer());
+  check_options(app, {"--temperature"}, finite_at_least(0));
+  check_options(app, {"--prompt"}, prompt_text());
+}
+
+// The prompt must be made of characters of the vocabulary; train_gpt checks it before
+// training, not after the whole run when the samples are drawn.
+inline void check_prompt(const zero::data::CharTokenizer& tok, const std::string& prompt) {
+  try {
+    tok.Encode(prompt);
+  } catch (const zero::Error& e) {
+    throw zero::Error(std::string("--prompt: expected characters of the training text: ") +
+                      e.what());
+  }
+}
+
+// Runs `run`; a zero::Error (a refused flag, file or setting) prints its message and
+// returns 1. Anything else is a case that should have been checked with a clear
+// message; printing what() and returning 1 still beats std::terminate's abort.
+template <typename Run>
+int guarded_main(const char* program, Run&& run) {
+  try {
+    return run();
+  } catch (const zero::Error& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << program << ": unexpected error: " << e.what() << "\n";
+  }
+  return 1;
+}
+
+}  // namespace ch09
