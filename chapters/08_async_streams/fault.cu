@@ -33,8 +33,9 @@ int run_fault_demo() {
     std::printf("step 2: z = y + 1, another launch\n");
     const zero::Tensor z = y + 1.0f;
     std::printf("        no error reported yet\n");
-    std::printf("step 3: z.Item() copies the result to the host and waits\n");
-    std::printf("        got %g\n", z.Item());
+    // ToVector, not Item(): z has 256 elements, and Item() refuses any tensor but a scalar.
+    std::printf("step 3: z.ToVector<float>() copies the result to the host and waits\n");
+    std::printf("        got %g\n", z.ToVector<float>()[0]);
   } catch (const zero::CudaError& e) {
     std::printf("        reported HERE:\n  %s\n", e.what());
     std::printf("The context is now unusable (the error is sticky); the program must exit.\n");

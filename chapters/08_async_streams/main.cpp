@@ -3,8 +3,10 @@
 // Prints what your exercise's overlap model (async_timing.h) predicts for copying data
 // to the GPU in chunks while computing on earlier chunks, then, with a GPU, runs gpu.cu:
 // launches that return early, sync points, three ways of timing, stream ordering, and
-// copy/compute overlap measured against the model. `--fault` runs only the
-// asynchronous-error demonstration. Run: ch08_async_streams [--quick | --fault].
+// copy/compute overlap measured against the model, with the timeline of every chunk.
+// `--timeline FILE` also writes that timeline as CSV (the chapter's figure is drawn from
+// it); `--fault` runs only the asynchronous-error demonstration.
+// Run: ch08_async_streams [--quick] [--timeline FILE] | --fault.
 #include <cstdio>
 #include <cstring>
 
@@ -40,8 +42,10 @@ int main(int argc, char** argv) {
       options.quick = true;
     } else if (!std::strcmp(argv[i], "--fault")) {
       options.fault = true;
+    } else if (!std::strcmp(argv[i], "--timeline") && i + 1 < argc) {
+      options.timeline_csv = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick | --fault]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--timeline FILE] | --fault\n", argv[0]);
       return 2;
     }
   }
