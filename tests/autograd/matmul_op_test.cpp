@@ -38,8 +38,10 @@ std::vector<float> reference_matmul(const Tensor& a, const Tensor& b, const Shap
   };
   std::vector<float> result(batch * M * N);
   for (int64_t p = 0; p < batch; ++p) {
-    const float* pa = &va[batch_index(a, p) * M * K];
-    const float* pb = &vb[batch_index(b, p) * K * N];
+    // data() + offset, not &v[offset]: with K == 0 (or M or N) the vector is empty, and
+    // indexing an empty vector is undefined behaviour even when nothing is read.
+    const float* pa = va.data() + batch_index(a, p) * M * K;
+    const float* pb = vb.data() + batch_index(b, p) * K * N;
     for (int64_t i = 0; i < M; ++i) {
       for (int64_t j = 0; j < N; ++j) {
         double acc = 0.0;
