@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "tests/data/test_files.h"
@@ -173,6 +174,11 @@ TEST(SafetensorsFormatTest, HeaderRulesAreTheReferenceLibrarys) {
   expect_bad(make_file("{\"\xff\"" + a.substr(3) + "}", two_floats),
              {"not valid JSON"});  // a name that is not UTF-8
   expect_bad(make_file(" {" + a + "}", two_floats), {"does not start with '{'"});
+  // The reference library refuses a header above 100,000,000 bytes (not 100 MiB). The file
+  // is sparse: it is refused before its header would be read.
+  testing::write_bytes(path, length_prefix(100'000'001) + "{");
+  std::filesystem::resize_file(path, 8 + 100'000'001);
+  expect_error([&] { load_safetensors(path); }, {path, "header length 100000001", "100000000"});
   // Equal keys in different objects are fine, and so is padding with spaces.
   testing::write_bytes(path, make_file(R"({"__metadata__":{"a":"x"},)" + a + "}", two_floats, 80));
   std::map<std::string, std::string> meta;

@@ -21,7 +21,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 namespace zero::io {
 namespace {
 
-constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the reference library's limit
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference library's limit (not 100 MiB)
 constexpr const char* kMetadataKey = "__metadata__";
 constexpr uint64_t kMaxElements = 1ull << 40;  // per tensor: 4 TiB of F32, beyond any real file
 
@@ -190,7 +190,8 @@ NamedTensors load_safetensors(const std::string& path,
                                " bytes); the file is truncated or not safetensors"));
   }
   if (n > kMaxHeaderBytes)
-    fail(path, detail::str_cat("header length ", n, " exceeds the 100 MiB limit"));
+    fail(path, detail::str_cat("header length ", n, " exceeds the limit of ", kMaxHeaderBytes,
+                               " bytes (the reference library's)"));
   std::string text(n, '\0');
   read_at(in, path, 8, text.data(), n);
   const nlohmann::json header = parse_header(path, text);
