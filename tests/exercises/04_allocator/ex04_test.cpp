@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "best_fit.h"
+#include "exercise_test.h"
 
 namespace ch04 {
 namespace {
+
+using zero::exercise::expect_exercise_error;
 
 // Never-dereferenced addresses from a fixed capacity; counts calls.
 class FakeRaw : public zero::RawAllocator {
@@ -40,23 +43,47 @@ class FakeRaw : public zero::RawAllocator {
 };
 
 TEST(FreeListTest, RoundsUpToTheGranularity) {
+  ZERO_EXERCISE("ex04.1");
   FakeRaw raw;
   FreeList list(raw, 512);
-  EXPECT_EQ(list.RoundUp(0), 512u);
+  EXPECT_EQ(list.RoundUp(0), 512u) << "a zero-byte request still gets one unit";
   EXPECT_EQ(list.RoundUp(1), 512u);
-  EXPECT_EQ(list.RoundUp(512), 512u);
+  EXPECT_EQ(list.RoundUp(511), 512u);
+  EXPECT_EQ(list.RoundUp(512), 512u) << "a multiple of the granularity stays as it is";
   EXPECT_EQ(list.RoundUp(513), 1024u);
-  list.Take(1000);
-  EXPECT_EQ(raw.in_use, 1024u);
+  EXPECT_EQ(list.RoundUp(3000), 3072u);
+  // A 5 GiB tensor is an ordinary GPU allocation: size_t all the way.
+  const size_t five_gib = size_t{5} << 30;
+  EXPECT_EQ(list.RoundUp(five_gib + 1), five_gib + 512) << "requests past 4 GiB must not wrap";
+  FreeList fine(raw, 16);
+  EXPECT_EQ(fine.RoundUp(0), 16u);
+  EXPECT_EQ(fine.RoundUp(17), 32u);
+}
+
+TEST(FreeListTest, TakeAllocatesTheRoundedSize) {
+  ZERO_EXERCISE("ex04.2");
+  FakeRaw raw;
+  FreeList list(raw, 512);
+  EXPECT_NE(list.Take(1000), nullptr);
+  EXPECT_EQ(raw.in_use, 1024u) << "the raw allocator must be asked for the rounded size";
   EXPECT_EQ(list.stats().live_bytes, 1024u);
+  EXPECT_EQ(list.stats().reserved_bytes, 1024u);
+  EXPECT_EQ(list.stats().misses, 1u);
+  EXPECT_EQ(list.stats().hits, 0u);
+  EXPECT_EQ(list.stats().raw_allocs, 1u);
 }
 
 TEST(FreeListTest, ReusesAFreedBlock) {
+  ZERO_EXERCISE("ex04.2 ex04.3");
   FakeRaw raw;
   FreeList list(raw, 512);
   void* a = list.Take(4000);
   list.Give(a);
-  EXPECT_EQ(list.Take(4096), a);  // 4000 and 4096 round to the same 4096
+  EXPECT_EQ(list.stats().cached_bytes, 4096u) << "a given-back block is cached";
+  EXPECT_EQ(list.stats().live_bytes, 0u);
+  EXPECT_EQ(list.Take(4096), a) << "4000 and 4096 round to the same 4096: an exact fit";
+  EXPECT_EQ(list.stats().cached_bytes, 0u) << "a hit takes its block out of the cache";
+  EXPECT_EQ(list.stats().live_bytes, 4096u);
   EXPECT_EQ(list.stats().hits, 1u);
   EXPECT_EQ(list.stats().misses, 1u);
   EXPECT_EQ(list.stats().raw_allocs, 1u);
@@ -64,6 +91,7 @@ TEST(FreeListTest, ReusesAFreedBlock) {
 }
 
 TEST(FreeListTest, BestFitPicksTheSmallestBlockThatFits) {
+  ZERO_EXERCISE("ex04.2 ex04.3");
   FakeRaw raw;
   FreeList list(raw, 512);
   void* big = list.Take(8192);
@@ -80,6 +108,7 @@ TEST(FreeListTest, BestFitPicksTheSmallestBlockThatFits) {
 }
 
 TEST(FreeListTest, RefusesABlockMoreThanTwiceTheRequest) {
+  ZERO_EXERCISE("ex04.2 ex04.3");
   FakeRaw raw;
   FreeList list(raw, 512);
   void* block = list.Take(4096);
@@ -88,11 +117,23 @@ TEST(FreeListTest, RefusesABlockMoreThanTwiceTheRequest) {
   EXPECT_NE(small, block);
   EXPECT_EQ(list.stats().misses, 2u);
   EXPECT_EQ(list.stats().cached_bytes, 4096u);
-  EXPECT_EQ(list.Take(2048), block);  // exactly twice: allowed
-  EXPECT_EQ(list.stats().live_bytes, 1024u + 4096u);  // the whole block is in use
+  EXPECT_EQ(list.Take(2048), block) << "a block of exactly twice the request is allowed";
+  EXPECT_EQ(list.stats().live_bytes, 1024u + 4096u) << "the whole 4096-byte block is in use";
+}
+
+TEST(FreeListTest, TheTwiceRuleComparesWithTheRoundedRequest) {
+  ZERO_EXERCISE("ex04.2 ex04.3");
+  FakeRaw raw;
+  FreeList list(raw, 512);
+  void* block = list.Take(4096);
+  list.Give(block);
+  // 1600 bytes round to 2048, and 4096 <= 2 * 2048 (though 4096 > 2 * 1600).
+  EXPECT_EQ(list.Take(1600), block) << "compare the block with twice the rounded request";
+  EXPECT_EQ(list.stats().hits, 1u);
 }
 
 TEST(FreeListTest, StatisticsThroughASequenceAndRelease) {
+  ZERO_EXERCISE("ex04.2 ex04.3");
   FakeRaw raw;
   FreeList list(raw, 512);
   void* a = list.Take(1000);  // 1024
@@ -104,7 +145,12 @@ TEST(FreeListTest, StatisticsThroughASequenceAndRelease) {
   EXPECT_EQ(list.stats().live_bytes, 3072u);
   EXPECT_EQ(list.stats().cached_bytes, 1024u);
   EXPECT_EQ(list.stats().reserved_bytes, 4096u);
-  EXPECT_EQ(list.stats().peak_bytes, 4096u);
+  EXPECT_EQ(list.stats().peak_bytes, 4096u) << "the peak stays when blocks are given back";
+  void* c = list.Take(500);  // reuses a's 1024 bytes: 4096 live again, not more
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(list.stats().live_bytes, 4096u);
+  list.Give(c);
+  EXPECT_EQ(list.stats().peak_bytes, 4096u) << "the peak is the largest live total so far";
   list.Give(b);
   list.Release();
   EXPECT_EQ(list.stats().cached_bytes, 0u);
@@ -112,26 +158,29 @@ TEST(FreeListTest, StatisticsThroughASequenceAndRelease) {
   EXPECT_EQ(list.stats().raw_frees, 2u);
   EXPECT_EQ(raw.in_use, 0u);
   EXPECT_EQ(raw.free_calls, 2);
-  EXPECT_THROW(list.Give(a), zero::Error);  // already given back
+  expect_exercise_error([&] { list.Give(a); }, "a block given back twice (it is no longer live)");
 }
 
 TEST(FreeListTest, OutOfMemoryReleasesTheCacheAndRetriesOnce) {
+  ZERO_EXERCISE("ex04.2 ex04.3");
   FakeRaw raw(4096);
   FreeList list(raw, 512);
   list.Give(list.Take(2048));
   list.Give(list.Take(512));  // 2048 > 2 * 512: a second block; 2560 cached
   void* p = list.Take(3072);  // 1536 left: fails, releases the cache, succeeds
-  EXPECT_NE(p, nullptr);
-  EXPECT_EQ(raw.allocate_calls, 4);
-  EXPECT_EQ(list.stats().raw_frees, 2u);
+  EXPECT_NE(p, nullptr) << "when the raw allocator is full, Release() the cache and try again";
+  EXPECT_EQ(raw.allocate_calls, 4) << "two blocks, then one failed call and one retry";
+  EXPECT_EQ(list.stats().raw_frees, 2u) << "both cached blocks go back to the raw allocator";
   EXPECT_EQ(list.stats().reserved_bytes, 3072u);
-  EXPECT_THROW(list.Take(2048), zero::Error);  // nothing cached to release: a clear error
+  expect_exercise_error([&] { list.Take(2048); },
+                        "a request the raw allocator cannot serve even after Release()");
   EXPECT_EQ(list.stats().live_bytes, 3072u);
 }
 
 // The learner's FreeList and Zero's CachingPool follow one policy, so on the same
 // sequence of requests they must count the same hits, misses and bytes.
 TEST(FreeListTest, AgreesWithZerosCachingPool) {
+  ZERO_EXERCISE("ex04.1 ex04.2 ex04.3");
   FakeRaw raw_a, raw_b;
   FreeList list(raw_a, 512);
   zero::CachingPool pool(raw_b, 512);
@@ -151,12 +200,13 @@ TEST(FreeListTest, AgreesWithZerosCachingPool) {
     }
   }
   const zero::MemoryStats a = list.stats(), b = pool.Stats();
-  EXPECT_EQ(a.hits, b.hits);
-  EXPECT_EQ(a.misses, b.misses);
-  EXPECT_EQ(a.live_bytes, b.live_bytes);
-  EXPECT_EQ(a.peak_bytes, b.peak_bytes);
-  EXPECT_EQ(a.reserved_bytes, b.reserved_bytes);
-  EXPECT_EQ(a.cached_bytes, b.cached_bytes);
+  // a: your FreeList, b: Zero's CachingPool, after the same 2000 random requests.
+  EXPECT_EQ(a.hits, b.hits) << "hits";
+  EXPECT_EQ(a.misses, b.misses) << "misses";
+  EXPECT_EQ(a.live_bytes, b.live_bytes) << "live bytes";
+  EXPECT_EQ(a.peak_bytes, b.peak_bytes) << "peak bytes";
+  EXPECT_EQ(a.reserved_bytes, b.reserved_bytes) << "reserved bytes";
+  EXPECT_EQ(a.cached_bytes, b.cached_bytes) << "cached bytes";
   EXPECT_GT(a.hits, 300u);  // the sequence really exercises reuse
   for (void* p : zeros) pool.Free(p);
 }
