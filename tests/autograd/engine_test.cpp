@@ -220,6 +220,57 @@ TEST_P(EngineTest, SetRequiresGradRejectsIntAndNonLeaf) {
   EXPECT_THROW(y.SetRequiresGrad(), Error);
 }
 
+// Note [Version counter]: a tensor the forward used, written in place before the
+// backward, would give silently wrong gradients (w.grad = [100, 100] instead of [2, 2]
+// here); Backward must refuse, naming the op.
+TEST_P(EngineTest, InPlaceWriteToASavedInputIsRefused) {
+  Tensor a = leaf({2, 2}, {2}).Detach();  // the data, not requiring grad
+  Tensor w = leaf({1, 1}, {2});
+  Tensor r = sum(a * w);
+  {
+    NoGradGuard no_grad;
+    a.Fill_(100.0f);
+  }
+  const std::string msg = error_message([&] { r.Backward(); });
+  EXPECT_TRUE(contains(msg, "OpMul")) << msg;
+  EXPECT_TRUE(contains(msg, "modified in place")) << msg;
+}
+
+TEST_P(EngineTest, InPlaceWriteToAParameterOrThroughADetachedViewIsRefused) {
+  {
+    Tensor a = leaf({2, 2}, {2}).Detach();
+    Tensor w = leaf({1, 1}, {2});
+    Tensor r = sum(a * w);
+    NoGradGuard no_grad;
+    w.Fill_(10.0f);  // as an optimiser step between forward and backward would
+    EXPECT_TRUE(contains(error_message([&] { r.Backward(); }), "modified in place"));
+  }
+  {
+    Tensor a = leaf({1, 2, 3, 4}, {4});
+    Tensor r = sum(exp(a));  // OpExp saves its output, detached
+    Tensor view = r.grad_fn()->inputs()[0].Detach().Slice(0, 0, 2);
+    NoGradGuard no_grad;
+    view.Fill_(0.0f);  // a write through another view of exp(a)'s buffer
+    EXPECT_TRUE(contains(error_message([&] { r.Backward(); }), "modified in place"));
+  }
+}
+
+TEST_P(EngineTest, WritesAfterBackwardOrToUnusedTensorsAreFine) {
+  Tensor a = leaf({2, 2}, {2}).Detach();
+  Tensor w = leaf({1, 1}, {2});
+  Tensor unrelated = Tensor::Zeros({2}).To(device());
+  Tensor r = sum(a * w);
+  {
+    NoGradGuard no_grad;
+    unrelated.Fill_(3.0f);
+  }
+  r.Backward();
+  expect_close(w.Grad(), {2, 2});
+  NoGradGuard no_grad;
+  a.Fill_(100.0f);  // the graph is gone: nothing left to protect
+  w.Fill_(0.0f);
+}
+
 ZERO_INSTANTIATE_DEVICE_TEST(EngineTest);
 
 }  // namespace

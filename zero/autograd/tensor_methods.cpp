@@ -182,20 +182,30 @@ Tensor Tensor::To(Device device) const {
 // ---------------------------------------------------------------- in-place updates
 
 namespace {
-void check_in_place(const Tensor& t, const char* what) {
+// Checks an in-place update of `t` and counts it on its buffer (Note [Version counter]).
+void begin_in_place(const Tensor& t, const char* what) {
   ZERO_CHECK(!(GradMode::enabled() && t.requires_grad()), what, " would change a tensor that "
              "requires grad while gradients are recorded; wrap the update in a NoGradGuard");
+  // A dimension of stride 0 (Expand) makes many elements one memory location: a write
+  // through it would land several times on one element, and change the tensor it expands.
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    ZERO_CHECK(t.stride(d) != 0 || t.size(d) <= 1, what, " into a tensor of shape ",
+               shape_to_string(t.sizes()), " whose dimension ", d, " has stride 0 (an "
+               "expanded view): several of its elements share one memory location; write "
+               "into Contiguous() of it instead");
+  }
+  t.node()->BumpVersion();
 }
 }  // namespace
 
 Tensor& Tensor::Fill_(float value) {
-  check_in_place(*this, "Fill_");
+  begin_in_place(*this, "Fill_");
   ops::fill(*this, value);
   return *this;
 }
 
 Tensor& Tensor::CopyFrom_(const Tensor& src) {
-  check_in_place(*this, "CopyFrom_");
+  begin_in_place(*this, "CopyFrom_");
   ops::copy(src, *this);
   return *this;
 }

@@ -25,8 +25,12 @@ std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
   if (!any) return outputs;
   inputs_ = inputs;
   needs_grad_ = std::move(needs);
+  input_versions_.clear();
+  for (const Tensor& t : inputs) input_versions_.push_back(t.defined() ? t.node()->version() : 0);
   output_metas_.clear();
+  output_versions_.clear();
   for (size_t k = 0; k < outputs.size(); ++k) {
+    output_versions_.emplace_back(outputs[k].node(), outputs[k].node()->version());
     TensorImpl* impl = outputs[k].impl();
     ZERO_ASSERT(impl->grad_fn == nullptr, name(), " returned an output that already has a grad_fn");
     output_metas_.push_back(impl->meta);
@@ -37,9 +41,39 @@ std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
   return outputs;
 }
 
+// Note [Version counter]
+// Backward_ reads what the forward saw: its inputs (inputs()) and, in many ops, its own
+// output saved detached (OpExp keeps exp(x)). If one of them is written in place between
+// the forward and the backward (Fill_, CopyFrom_, an optimiser step, or a write through a
+// Detach() or another view of the same buffer), the gradient comes out silently wrong. So
+// every buffer counts its in-place writes (TensorNode::version), Apply notes the version of
+// each input's and output's buffer, and RunBackward refuses to run if any moved, naming the
+// op. The count is per buffer, not per view: a write through any view of a buffer changes
+// every tensor on it. (PyTorch keeps the same counter, shared by a tensor and its views.)
+void TensorOp::CheckVersions() const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!inputs_[i].defined()) continue;
+    const uint64_t now = inputs_[i].node()->version();
+    ZERO_CHECK(now == input_versions_[i], name(), "'s input ", i, " (shape ",
+               shape_to_string(inputs_[i].sizes()), ") was modified in place after ", name(),
+               " used it (version ", input_versions_[i], " then, ", now, " now), so its gradients "
+               "would be wrong; update a copy (Contiguous() or Clone) instead, or call Backward() "
+               "before the update");
+  }
+  for (size_t k = 0; k < output_versions_.size(); ++k) {
+    const std::shared_ptr<TensorNode> node = output_versions_[k].first.lock();
+    if (!node) continue;  // the output is gone, so nothing can have changed it since
+    ZERO_CHECK(node->version() == output_versions_[k].second, "the output ", k, " of ", name(),
+               " was modified in place after it was computed (version ",
+               output_versions_[k].second, " then, ", node->version(), " now), so the gradients "
+               "through it would be wrong; update a copy of it instead");
+  }
+}
+
 std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_outputs) {
   ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(); "
              "pass keep_graph=true to the first Backward() to run backward twice");
+  CheckVersions();
   std::vector<Tensor> grads;
   {
     profiler::Scope scope(name(), "backward");

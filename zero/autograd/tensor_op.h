@@ -57,9 +57,15 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   virtual void ReleaseSaved_() {}
 
  private:
+  // Throws if an input or an output changed in place since Apply (Note [Version counter]).
+  void CheckVersions() const;
+
   std::vector<Tensor> inputs_;
   std::vector<bool> needs_grad_;
   std::vector<TensorMeta> output_metas_;
+  std::vector<uint64_t> input_versions_;  // each input's buffer version at Apply
+  // Each output's buffer (not owned: an op never keeps its outputs alive) and version.
+  std::vector<std::pair<std::weak_ptr<TensorNode>, uint64_t>> output_versions_;
   bool released_ = false;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "zero/core/device.h"
 
@@ -28,12 +29,18 @@ class TensorNode {
   size_t bytes() const { return bytes_; }
   /// Where the buffer lives.
   Device device() const { return device_; }
+  /// How many in-place writes the buffer has had (see Note [Version counter] in
+  /// autograd/tensor_op.cpp): the engine refuses a saved tensor whose version moved.
+  uint64_t version() const { return version_; }
+  /// Counts one in-place write; called by every in-place update of a tensor on this buffer.
+  void BumpVersion() { ++version_; }
 
  private:
   TensorContext* context_;
   void* data_;
   size_t bytes_;
   Device device_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace zero

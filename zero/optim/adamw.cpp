@@ -66,6 +66,7 @@ void AdamW::Step() {
       s.exp_avg_sq = s.exp_avg_sq.To(s.param.device());
     }
     const Tensor grad = contiguous_grad(s.param);
+    s.param.node()->BumpVersion();  // an in-place write (Note [Version counter])
     if (s.param.device().is_cpu()) {
       hp.weight_decay = s.decay ? options_.weight_decay : 0.0f;
       ops::adamw_update(s.param, grad, s.exp_avg, s.exp_avg_sq, hp);
