@@ -35,7 +35,7 @@ inline CLI::Validator integer_at_least(int64_t lo) {
         if (ec == std::errc() && ptr == end && value >= lo) return "";
         return "expected an integer >= " + std::to_string(lo) + ", got " + text;
       },
-      "INT >= " + std::to_string(lo));
+      lo == 0 ? "NONNEGATIVE" : lo == 1 ? "POSITIVE" : ">= " + std::to_string(lo));
 }
 
 // A seed: any 64-bit unsigned integer, but not a negative number wrapped around.
@@ -48,7 +48,7 @@ inline CLI::Validator unsigned_integer() {
         if (ec == std::errc() && ptr == end) return "";
         return "expected an integer in [0, 2^64 - 1], got " + text;
       },
-      "UINT");
+      "");
 }
 
 // A finite number in [lo, hi], or in [lo, hi) when `hi_open`.
@@ -68,7 +68,7 @@ inline CLI::Validator finite_in(double lo, double hi, bool hi_open = false) {
                         v >= lo && (hi_open ? v < hi : v <= hi);
         return ok ? "" : "expected a finite number " + in + ", got " + text;
       },
-      "NUMBER " + in);
+      std::isinf(hi) && lo == 0 ? "NONNEGATIVE" : in.substr(std::isinf(hi) ? 0 : 3));
 }
 
 // A finite number >= lo.
@@ -80,7 +80,7 @@ inline CLI::Validator non_empty() {
       [](std::string& text) -> std::string {
         return text.empty() ? "expected a non-empty path" : "";
       },
-      "PATH");
+      "NONEMPTY");
 }
 
 // A prompt: non-empty, valid UTF-8. (Whether its characters are in the vocabulary is
@@ -96,7 +96,7 @@ inline CLI::Validator prompt_text() {
         }
         return "";
       },
-      "TEXT");
+      "UTF-8");
 }
 
 // Attaches `validator` to each named option of `app`.
