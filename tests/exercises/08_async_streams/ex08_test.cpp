@@ -3,33 +3,53 @@
 // with the real EventTimer and skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "async_timing.h"
+#include "exercise_test.h"
 #include "zero/core/device.h"
 #include "zero/cuda/stream.h"
 
 namespace zero::ex08 {
 namespace {
 
-// A timer that replays scripted durations and counts how it was used.
+// A timer that replays scripted durations and counts how it was used: `runs` is the
+// work's run counter, so each Stop() can record how many runs the timing enclosed.
 struct ScriptedTimer {
+  explicit ScriptedTimer(std::vector<float> d, const int* r = nullptr)
+      : durations(std::move(d)), runs(r) {}
   std::vector<float> durations;
+  const int* runs = nullptr;
   int starts = 0, stops = 0;
-  void Start() { ++starts; }
-  float Stop() { return durations.at(stops++); }
+  int runs_at_start = 0;
+  std::vector<int> runs_timed;  // per Start/Stop pair
+  void Start() {
+    ++starts;
+    runs_at_start = runs ? *runs : 0;
+  }
+  float Stop() {
+    if (runs) runs_timed.push_back(*runs - runs_at_start);
+    EXPECT_LT(stops, static_cast<int>(durations.size())) << "Stop() called more often than reps";
+    return stops < static_cast<int>(durations.size()) ? durations[stops++] : 0.0f;
+  }
 };
 
 TEST(OverlapModelTest, OneStreamIsFullySerial) {
-  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 6.0, 1, 1), 16.0);
-  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 6.0, 8, 1), 16.0);
+  ZERO_EXERCISE("ex08.1");
+  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 6.0, 1, 1), 16.0) << "10 ms copy, then 6 ms compute";
+  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 6.0, 8, 1), 16.0)
+      << "on one stream each chunk's copy waits for the previous chunk's compute";
 }
 
 TEST(OverlapModelTest, OneChunkCannotOverlap) {
-  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 6.0, 1, 2), 16.0);
+  ZERO_EXERCISE("ex08.1");
+  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 6.0, 1, 2), 16.0)
+      << "one chunk: its compute waits for its whole copy, and the second stream has nothing";
 }
 
 TEST(OverlapModelTest, TwoStreamsGiveTheTwoStagePipeline) {
+  ZERO_EXERCISE("ex08.1");
   // First chunk's copy and compute, then the slower stage for every other chunk:
   // (c + t) / k + (k - 1) / k * max(c, t).
   for (const int k : {2, 3, 4, 8, 16}) {
@@ -42,27 +62,37 @@ TEST(OverlapModelTest, TwoStreamsGiveTheTwoStagePipeline) {
 }
 
 TEST(OverlapModelTest, EqualCopyAndComputeApproachHalfTheSerialTime) {
-  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 10.0, 4, 2), 12.5);  // 2.5 + 4 * 2.5
-  EXPECT_NEAR(pipelined_time_ms(10.0, 10.0, 100, 2), 10.1, 1e-9);
+  ZERO_EXERCISE("ex08.1");
+  EXPECT_DOUBLE_EQ(pipelined_time_ms(10.0, 10.0, 4, 2), 12.5)
+      << "the first 2.5 ms copy, then four 2.5 ms computes back to back";
+  EXPECT_NEAR(pipelined_time_ms(10.0, 10.0, 100, 2), 10.1, 1e-9)
+      << "one 0.1 ms copy, then 100 computes of 0.1 ms back to back";
 }
 
 TEST(OverlapModelTest, MoreStreamsThanTwoDoNotBeatTheSlowerEngine) {
-  EXPECT_DOUBLE_EQ(pipelined_time_ms(8.0, 4.0, 4, 4), pipelined_time_ms(8.0, 4.0, 4, 2));
-  EXPECT_GE(pipelined_time_ms(8.0, 4.0, 4, 4), 8.0);
+  ZERO_EXERCISE("ex08.1");
+  EXPECT_DOUBLE_EQ(pipelined_time_ms(8.0, 4.0, 4, 4), pipelined_time_ms(8.0, 4.0, 4, 2))
+      << "four streams share the one copy engine and the one compute engine, as two do";
+  EXPECT_DOUBLE_EQ(pipelined_time_ms(8.0, 4.0, 4, 4), 9.0)
+      << "8 ms of copies one after the other on the copy engine, then the last 1 ms compute";
 }
 
 TEST(MedianTimeTest, WarmupRunsAreNotTimed) {
-  ScriptedTimer timer{{5.0f, 1.0f, 3.0f}};
+  ZERO_EXERCISE("ex08.2");
   int runs = 0;
+  ScriptedTimer timer{{5.0f, 1.0f, 3.0f}, &runs};
   const float ms = median_time_ms(
       timer, [&] { ++runs; }, 2, 3);
-  EXPECT_EQ(runs, 5);
-  EXPECT_EQ(timer.starts, 3);
-  EXPECT_EQ(timer.stops, 3);
+  EXPECT_EQ(runs, 5) << "2 warm-up runs and 3 timed ones";
+  EXPECT_EQ(timer.starts, 3) << "one Start() per timed run, none for the warm-up";
+  EXPECT_EQ(timer.stops, 3) << "one Stop() per timed run, none for the warm-up";
+  EXPECT_EQ(timer.runs_timed, std::vector<int>({1, 1, 1}))
+      << "each Start()/Stop() pair must enclose exactly one run of the work";
   EXPECT_FLOAT_EQ(ms, 3.0f);
 }
 
 TEST(MedianTimeTest, MedianIgnoresOneSlowRun) {
+  ZERO_EXERCISE("ex08.2");
   ScriptedTimer timer{{1.0f, 1.2f, 50.0f, 0.9f, 1.1f}};
   EXPECT_FLOAT_EQ(median_time_ms(
                       timer, [] {}, 0, 5),
@@ -70,6 +100,7 @@ TEST(MedianTimeTest, MedianIgnoresOneSlowRun) {
 }
 
 TEST(MedianTimeTest, EvenCountAveragesTheMiddleTwo) {
+  ZERO_EXERCISE("ex08.2");
   ScriptedTimer timer{{4.0f, 1.0f, 2.0f, 9.0f}};
   EXPECT_FLOAT_EQ(median_time_ms(
                       timer, [] {}, 0, 4),
@@ -77,6 +108,7 @@ TEST(MedianTimeTest, EvenCountAveragesTheMiddleTwo) {
 }
 
 TEST(MedianTimeTest, CudaMedianOfABusyWait) {
+  ZERO_EXERCISE("ex08.2");
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible on this machine";
   cuda::EventTimer timer;
   const cuda::Stream stream = cuda::Stream::Default();
