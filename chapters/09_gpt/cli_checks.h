@@ -1,6 +1,8 @@
 // What train_gpt and sample_gpt share at their edges: the checks of their flags, made
-// when the command line is parsed (before any data is prepared or any step is run), and
-// the last-resort handler that turns any exception into a message and exit status 1.
+// when the command line is parsed (before any data is prepared or any step is run), the
+// last-resort handler that turns any exception into a message and exit status 1, which
+// flags a resumed run applies and which it refuses (none is silently ignored), and the
+// choice of sampler (your ex09.1 once it is done) and the printing of samples.
 //
 // Each flag gets a CLI::Validator, so a value out of range is refused by CLI11 with the
 // flag's name ("--lr: expected a finite number in [0, 1], got 1e30"). Note that CLI11's
@@ -10,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -19,9 +22,12 @@
 #include <string>
 #include <utility>
 
+#include "sample_token.h"  // exercise ex09.1: the samples are drawn with your code
 #include "zero/core/error.h"
 #include "zero/data/char_tokenizer.h"
 #include "zero/data/utf8.h"
+#include "zero/train/checkpoint.h"
+#include "zero/train/sampling.h"
 
 namespace ch09 {
 
@@ -159,6 +165,79 @@ int guarded_main(const char* program, Run&& run) {
     std::cerr << program << ": unexpected error: " << e.what() << "\n";
   }
   return 1;
+}
+
+// The flags that fix a model's shape: a checkpoint's weights decide them.
+inline const char* const kShapeFlags[] = {"--n-layer", "--n-head", "--n-embd", "--block-size"};
+
+// --init-from takes its shape from the weights: a shape flag beside it is refused.
+inline void check_init_from_flags(const CLI::App& app) {
+  for (const char* flag : kShapeFlags) {
+    ZERO_CHECK(app.count(flag) == 0, "--init-from takes the model's shape from its weights; drop ",
+               flag);
+  }
+}
+
+// The config of a resumed run: the checkpoint's, with every optimisation flag given on
+// the command line applied. Flags that cannot apply to a continued run are refused.
+inline zero::train::TrainConfig resumed_config(const CLI::App& app,
+                                               const zero::train::TrainConfig& given,
+                                               const zero::train::TrainerState& saved,
+                                               const std::string& ckpt) {
+  for (const char* flag : kShapeFlags) {
+    ZERO_CHECK(app.count(flag) == 0, "--resume continues the model saved in ", ckpt,
+               ", whose shape is fixed; drop ", flag);
+  }
+  for (const char* flag : {"--data", "--init-from"}) {
+    ZERO_CHECK(app.count(flag) == 0, "--resume continues with the data of the run saved in ",
+               ckpt, "; drop ", flag);
+  }
+  ZERO_CHECK(app.count("--seed") == 0, "--resume continues the random streams saved in ", ckpt,
+             " (seed ", saved.config.seed, "); drop --seed");
+  zero::train::TrainConfig cfg = saved.config;
+  auto take = [&](const char* flag, auto& field, const auto& value) {
+    if (app.count(flag)) field = value;
+  };
+  take("--max-steps", cfg.max_steps, given.max_steps);
+  take("--lr", cfg.lr, given.lr);
+  take("--min-lr", cfg.min_lr, given.min_lr);
+  take("--warmup", cfg.warmup, given.warmup);
+  take("--dropout", cfg.model.dropout, given.model.dropout);
+  take("--batch-size", cfg.batch_size, given.batch_size);
+  take("--weight-decay", cfg.weight_decay, given.weight_decay);
+  take("--beta2", cfg.beta2, given.beta2);
+  take("--grad-clip", cfg.grad_clip, given.grad_clip);
+  return cfg;
+}
+
+// Your ex09.1 sampler if it is done; the library's otherwise (said once, plainly).
+inline zero::train::TokenSampler pick_sampler() {
+  try {
+    const float logits[2] = {0.0f, 1.0f};
+    zero::ex09::sample_token(logits, 2, 1.0f, 0, 0.5f);
+    return zero::ex09::sample_token;
+  } catch (const zero::NotImplementedError&) {
+    std::cout << "note: exercise ex09.1 (sample_token.h) is not done yet; sampling with "
+                 "zero::train::sample_token instead\n";
+    return zero::train::sample_token;
+  }
+}
+
+// Generates `count` continuations of `prompt` as one batch, prints them, and returns the
+// seconds generation took.
+inline double print_samples(zero::nn::GPT& model, const zero::data::CharTokenizer& tok,
+                            const std::string& prompt, int64_t tokens, int64_t count,
+                            float temperature, int64_t top_k, zero::Generator& gen,
+                            const zero::train::TokenSampler& sampler) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto seqs = zero::train::generate(model, tok.Encode(prompt), tokens, temperature, top_k,
+                                          count, gen, sampler);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    std::cout << "---------------- sample " << i + 1 << " ----------------\n"
+              << tok.Decode(seqs[i]) << "\n";
+  }
+  return s;
 }
 
 }  // namespace ch09

@@ -7,17 +7,16 @@
 // 64 on a GPU and compare tokens/s (the chapter README explains the arithmetic).
 // Read next: zero/train/sampling.h.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
-#include "sample_token.h"  // exercise ex09.1: the samples are drawn with your code
 #include "zero/data/char_tokenizer.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/config.h"
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
+
 
 #include "cli_checks.h"  // flag checks, and exceptions to messages in main
 
@@ -61,26 +60,10 @@ int run(int argc, char** argv) {
               checkpoint.c_str(), static_cast<long long>(state.step), state.best_val_loss,
               model.NumParameters() / 1e6, device.ToString().c_str());
 
-  train::TokenSampler sampler = train::sample_token;
-  if (!library_sampler) {
-    try {
-      const float probe[2] = {0.0f, 1.0f};
-      ex09::sample_token(probe, 2, 1.0f, 0, 0.5f);
-      sampler = ex09::sample_token;
-    } catch (const NotImplementedError&) {
-      std::cout << "note: exercise ex09.1 (sample_token.h) is not done yet; using "
-                   "zero::train::sample_token\n";
-    }
-  }
+  const train::TokenSampler sampler = library_sampler ? train::sample_token : ch09::pick_sampler();
   Generator gen(seed);
-  const auto start = std::chrono::steady_clock::now();
-  const auto seqs = train::generate(model, tok.Encode(prompt), max_new_tokens, temperature, top_k,
-                                    num_samples, gen, sampler);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    std::cout << "---------------- sample " << i + 1 << " ----------------\n"
-              << tok.Decode(seqs[i]) << "\n";
-  }
+  const double s = ch09::print_samples(model, tok, prompt, max_new_tokens, num_samples,
+                                       temperature, top_k, gen, sampler);
   const double tokens = static_cast<double>(num_samples * max_new_tokens);
   std::printf("---------------- %lld sequences x %lld tokens in %.2f s: %s tok/s (batch of %lld)\n",
               static_cast<long long>(num_samples), static_cast<long long>(max_new_tokens), s,

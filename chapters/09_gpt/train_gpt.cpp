@@ -15,17 +15,19 @@
 #include <iostream>
 #include <optional>
 
-#include "sample_token.h"  // exercise ex09.1: the samples below are drawn with your code
 #include "zero/core/tensor_context.h"
 #include "zero/data/char_tokenizer.h"
 #include "zero/data/corpus.h"
 #include "zero/data/token_file.h"
+#include "zero/io/atomic_file.h"
 #include "zero/io/dir_lock.h"
+#include "zero/train/budget.h"
 #include "zero/train/distributed.h"  // the Trainer, and --nproc: one process per GPU
 #include "zero/train/flops.h"
 #include "zero/train/loss_curve.h"
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
+
 
 #include "cli_checks.h"  // flag checks, and exceptions to messages in main
 
@@ -62,30 +64,11 @@ std::string find_device_flag(int argc, char** argv) {
   return "auto";
 }
 
-// Your ex09.1 sampler if it is done; the library's otherwise (said once, plainly).
-train::TokenSampler pick_sampler() {
-  try {
-    const float logits[2] = {0.0f, 1.0f};
-    ex09::sample_token(logits, 2, 1.0f, 0, 0.5f);
-    return ex09::sample_token;
-  } catch (const NotImplementedError&) {
-    std::cout << "note: exercise ex09.1 (sample_token.h) is not done yet; sampling with "
-                 "zero::train::sample_token instead\n";
-    return train::sample_token;
-  }
-}
-
 void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOptions& o,
                    int64_t count, Generator& gen, const train::TokenSampler& sampler) {
   if (count <= 0 || o.sample_tokens <= 0) return;
-  const auto start = std::chrono::steady_clock::now();
-  const auto seqs = train::generate(model, tok.Encode(o.prompt), o.sample_tokens, o.temperature,
-                                    o.top_k, count, gen, sampler);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    std::cout << "---------------- sample " << i + 1 << " ----------------\n"
-              << tok.Decode(seqs[i]) << "\n";
-  }
+  const double s = ch09::print_samples(model, tok, o.prompt, o.sample_tokens, count,
+                                       o.temperature, o.top_k, gen, sampler);
   std::printf("---------------- (%lld x %lld tokens in %.2f s, %s tok/s)\n",
               static_cast<long long>(count), static_cast<long long>(o.sample_tokens), s,
               train::format_rate(static_cast<double>(count * o.sample_tokens) / s).c_str());
@@ -161,55 +144,54 @@ int run(int argc, char** argv) {
   std::optional<io::DirLock> lock;  // one run per out-dir at a time; rank 0 holds it for all
   if (dist.rank <= 0) lock.emplace(out.string(), "train_gpt");
   if (dist.rank > 0) fs::create_directories(out);
-  std::string data_dir;
+  std::string data_dir;              // recorded in checkpoints
+  std::optional<io::StagedDirectory> staged;  // a new run's data, moved in once all checks pass
   if (o.resume) {
     const train::TrainerState saved = train::read_trainer_state(ckpt.string());
-    for (const char* flag :
-         {"--n-layer", "--n-head", "--n-embd", "--block-size", "--data", "--init-from"}) {
-      ZERO_CHECK(app.count(flag) == 0, "--resume continues the run saved in ", ckpt.string(),
-                 " with its own model and data; drop ", flag);
-    }
-    const train::TrainConfig given = cfg;
-    cfg = saved.config;  // flags given explicitly still change the optimisation
-    if (app.count("--max-steps")) cfg.max_steps = given.max_steps;
-    if (app.count("--lr")) cfg.lr = given.lr;
-    if (app.count("--min-lr")) cfg.min_lr = given.min_lr;
-    if (app.count("--dropout")) cfg.model.dropout = given.model.dropout;
-    data_dir = saved.data_dir;
+    cfg = ch09::resumed_config(app, cfg, saved, ckpt.string());
+    data_dir = train::resume_data_dir(saved, out.string(), ckpt.string());
     std::cout << "resuming " << ckpt.string() << " at step " << saved.step << "\n";
   } else {
     const std::string text = o.data.empty() ? data::default_corpus() : data::read_text_file(o.data);
     std::cout << "data: "
               << (o.data.empty() ? "the built-in corpus (project text and sources)" : o.data)
               << ", " << text.size() << " bytes\n";
-    data_dir = (out / (dist.rank > 0 ? "data-rank" + std::to_string(dist.rank) : "data")).string();
-    const data::DatasetInfo info = data::prepare_char_dataset(text, data_dir);
-    std::printf("prepared %s: vocab %lld, train %lld tokens, val %lld tokens\n", data_dir.c_str(),
+    const fs::path shown = out / (dist.rank > 0 ? "data-rank" + std::to_string(dist.rank) : "data");
+    staged.emplace(fs::absolute(shown).string());
+    data_dir = staged->final_dir();
+    const data::DatasetInfo info = data::prepare_char_dataset(text, staged->staging());
+    std::printf("prepared %s: vocab %lld, train %lld tokens, val %lld tokens\n", shown.c_str(),
                 static_cast<long long>(info.vocab_size), static_cast<long long>(info.train_tokens),
                 static_cast<long long>(info.val_tokens));
     cfg.model.vocab_size = info.vocab_size;
     if (!o.init_from.empty()) {
+      ch09::check_init_from_flags(app);
       const train::TrainerState init = train::read_trainer_state(o.init_from);
       ZERO_CHECK(
           data::CharTokenizer::Load((fs::path(o.init_from) / "vocab.json").string()).chars() ==
-              data::CharTokenizer::Load(data_dir + "/vocab.json").chars(),
+              data::CharTokenizer::Load(staged->staging() + "/vocab.json").chars(),
           "--init-from ", o.init_from, ": its vocabulary differs from the data's");
       const float dropout = cfg.model.dropout;
       cfg.model = init.config.model;  // the weights decide the shape
       cfg.model.dropout = dropout;
     }
   }
-  const std::string vocab_path = data_dir + "/vocab.json";
-  const data::CharTokenizer tok = data::CharTokenizer::Load(vocab_path);
+  train::check_fits(train::sampling_bytes_lower_bound(cfg.model, o.samples, o.sample_tokens),
+                    device, detail::str_cat("--samples ", o.samples, " of --sample-tokens ",
+                                            o.sample_tokens));  // now, not after training
+  const std::string read_dir = staged ? staged->staging() : data_dir;
+  const data::CharTokenizer tok = data::CharTokenizer::Load(read_dir + "/vocab.json");
   const int64_t vocab = tok.vocab_size();
   if (o.sample_tokens > 0 && (o.samples > 0 || o.sample_every > 0))
     ch09::check_prompt(tok, o.prompt);  // now, not when the samples are drawn
   train::Trainer trainer(cfg,
-                         {data::load_tokens(data_dir + "/train.bin", vocab),
-                          data::load_tokens(data_dir + "/val.bin", vocab), data_dir, vocab_path},
+                         {data::load_tokens(read_dir + "/train.bin", vocab),
+                          data::load_tokens(read_dir + "/val.bin", vocab), data_dir,
+                          data_dir + "/vocab.json"},
                          device);
   if (o.resume) trainer.Resume(ckpt.string());
   if (!o.init_from.empty()) trainer.LoadWeights(o.init_from);
+  if (staged) staged->Commit();  // every check has passed: only now is the out-dir changed
   if (dist.is_rank() && train::join_group(trainer, dist) > 0) return train::run_worker(trainer);
 
   const nn::GPTConfig& m = cfg.model;
@@ -224,7 +206,7 @@ int run(int argc, char** argv) {
       (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
       cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str());
 
-  const train::TokenSampler sampler = pick_sampler();
+  const train::TokenSampler sampler = ch09::pick_sampler();
   Generator sample_gen(cfg.seed + 2);
   const std::string metrics_path = (out / "metrics.jsonl").string();
   const std::string curve_path = (out / "loss_curve.png").string();

@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "tests/data/test_files.h"
 #include "zero/io/safetensors.h"
+#include "zero/train/checkpoint.h"
 
 namespace zero::train {
 namespace {
@@ -189,6 +191,73 @@ TEST(GptCliTest, PromptsOutsideTheVocabularyAreRefusedBeforeTraining) {
   EXPECT_EQ(train(dir, {{"--prompt", "the"}, {"--samples", "1"}, {"--sample-tokens", "5"}})
                 .exit_code,
             0);
+}
+#endif
+
+#ifdef ZERO_TRAIN_GPT
+// The flags of a resumed run of the tiny model in `dir`/out, with `changes`.
+Flags resume_flags(const TempDir& dir, const Flags& changes = {}) {
+  Flags flags = {{"--device", "cpu"},   {"--out-dir", dir / "out"}, {"--resume", kSwitch},
+                 {"--max-steps", "8"},  {"--eval-iters", "2"},      {"--samples", "0"},
+                 {"--eval-every", "4"}};
+  for (const auto& [flag, value] : changes) flags[flag] = value;
+  return flags;
+}
+
+// A run whose second start fails a check must leave the first run's files as they were,
+// and --resume must refuse data that is not the checkpoint's, whatever the directory.
+TEST(GptCliTest, AFailedStartLeavesTheRunAndResumeChecksItsData) {
+  TempDir dir;
+  ASSERT_EQ(train(dir).exit_code, 0);
+  const std::string vocab = read_bytes(dir / "out/data/vocab.json");
+  const std::string trainer_json = read_bytes(dir / "out/checkpoint/trainer.json");
+  // Another text, and a check that fails once its data is prepared (its vocabulary is
+  // not the one of the weights given to --init-from).
+  write_bytes(dir / "other.txt", std::string(3000, 'x') + "\n");
+  const Outcome second = train(dir, {{"--data", dir / "other.txt"},
+                                     {"--init-from", dir / "out/checkpoint"}});
+  EXPECT_NE(second.exit_code, 0) << second.output;
+  EXPECT_EQ(read_bytes(dir / "out/data/vocab.json"), vocab) << "the failed start replaced the data";
+  EXPECT_EQ(read_bytes(dir / "out/checkpoint/trainer.json"), trainer_json);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/data.staging"));
+  // Resume from another working directory: the data is found.
+  const Outcome resumed =
+      run_program("cd / && " + std::string(ZERO_TRAIN_GPT), args_of(resume_flags(dir)), dir);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  // Data of another text put where the run's data was: refused, and nothing written.
+  ASSERT_EQ(train(dir, {{"--data", dir / "other.txt"}, {"--out-dir", dir / "other"}}).exit_code, 0);
+  std::filesystem::remove_all(dir / "out/data");
+  std::filesystem::copy(dir / "other/data", dir / "out/data");
+  const std::string saved = read_bytes(dir / "out/checkpoint/trainer.json");
+  expect_refused(run_program(ZERO_TRAIN_GPT, args_of(resume_flags(dir, {{"--max-steps", "12"}})), dir),
+                 {"is not the data it was trained on"});
+  EXPECT_EQ(read_bytes(dir / "out/checkpoint/trainer.json"), saved);
+}
+
+// Every flag given with --resume is applied or refused, never ignored.
+TEST(GptCliTest, ResumeAppliesOrRefusesEveryFlag) {
+  TempDir dir;
+  ASSERT_EQ(train(dir).exit_code, 0);
+  for (const std::string flag : {"--n-layer", "--block-size", "--seed"}) {
+    expect_refused(run_program(ZERO_TRAIN_GPT, args_of(resume_flags(dir, {{flag, "3"}})), dir),
+                   {"--resume", "drop " + flag});
+  }
+  const Outcome r = run_program(
+      ZERO_TRAIN_GPT,
+      args_of(resume_flags(dir, {{"--batch-size", "2"}, {"--weight-decay", "0.05"},
+                                 {"--beta2", "0.95"}, {"--grad-clip", "0.5"}, {"--warmup", "3"}})),
+      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const TrainerState state = read_trainer_state(dir / "out/checkpoint");
+  EXPECT_EQ(state.config.batch_size, 2);
+  EXPECT_FLOAT_EQ(state.config.weight_decay, 0.05f);
+  EXPECT_FLOAT_EQ(state.config.beta2, 0.95f);
+  EXPECT_FLOAT_EQ(state.config.grad_clip, 0.5f);
+  EXPECT_EQ(state.config.warmup, 3);
+  // --init-from takes the shape from the weights: a shape flag beside it is refused.
+  Flags init = {{"--init-from", dir / "out/checkpoint"}, {"--out-dir", dir / "tuned"}};
+  init["--n-layer"] = "2";
+  expect_refused(train(dir, init), {"--init-from", "drop --n-layer"});
 }
 #endif
 

@@ -178,4 +178,25 @@ void replace_directory_atomically(const std::string& final_dir,
   if (had_old) fs::remove_all(backup, ec);  // (C); a failure here is harmless
 }
 
+StagedDirectory::StagedDirectory(const std::string& final_dir)
+    : final_(normalise(final_dir).string()), staging_(final_ + ".staging") {
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+  fs::create_directories(staging_, ec);
+  ZERO_CHECK(!ec, "cannot create the folder '", staging_, "': ", ec.message());
+}
+
+StagedDirectory::~StagedDirectory() {
+  std::error_code ec;
+  fs::remove_all(staging_, ec);  // empty after a Commit; the abandoned files otherwise
+}
+
+void StagedDirectory::Commit() {
+  replace_directory_atomically(final_, [&](const std::string& tmp) {
+    for (const auto& entry : fs::directory_iterator(staging_)) {
+      rename_or_throw(entry.path(), fs::path(tmp) / entry.path().filename());
+    }
+  });
+}
+
 }  // namespace zero::io

@@ -48,6 +48,30 @@ void write_file_atomically(const std::string& path, const std::string& bytes);
 void replace_directory_atomically(const std::string& final_dir,
                                   const std::function<void(const std::string& tmp_dir)>& write);
 
+/// A folder prepared under a staging name (`final_dir`.staging) and moved over
+/// `final_dir` by `Commit` (through `replace_directory_atomically`). Destroyed without
+/// `Commit` (a later check failed), it removes the staging folder and `final_dir` is
+/// untouched: a program can prepare files, check everything, and only then replace.
+class StagedDirectory {
+ public:
+  /// Starts an empty staging folder next to `final_dir` (removing a leftover one).
+  explicit StagedDirectory(const std::string& final_dir);
+  /// Removes the staging folder unless `Commit` moved it.
+  ~StagedDirectory();
+  StagedDirectory(const StagedDirectory&) = delete;             ///< Not copyable.
+  StagedDirectory& operator=(const StagedDirectory&) = delete;  ///< Not copyable.
+
+  /// Where to write the files now.
+  const std::string& staging() const { return staging_; }
+  /// Where they will be after `Commit`.
+  const std::string& final_dir() const { return final_; }
+  /// Replaces `final_dir` with the staging folder's contents, atomically.
+  void Commit();
+
+ private:
+  std::string final_, staging_;
+};
+
 /// Repairs what a crash inside `replace_directory_atomically` can leave: if `final_dir`
 /// is missing but its backup `final_dir`.old exists, the backup is renamed back (and
 /// true is returned); a leftover backup beside a complete `final_dir`, and leftover

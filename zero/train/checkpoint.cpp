@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "zero/autograd/grad_mode.h"
+#include "zero/data/char_tokenizer.h"
 #include "zero/io/atomic_file.h"
 #include "zero/io/json_fields.h"
 #include "zero/io/safetensors.h"
@@ -62,6 +63,21 @@ void list_names(std::ostringstream& msg, const char* label, const std::vector<st
   msg << "\n  " << label << ": ";
   for (size_t i = 0; i < names.size() && i < kShown; ++i) msg << (i ? ", " : "") << names[i];
   if (names.size() > kShown) msg << " (and " << names.size() - kShown << " more)";
+}
+
+// A checkpoint whose numbers are NaN or infinite would resume into a run that skips every
+// step (and then saves the same garbage): refuse it, naming the first bad tensor.
+template <typename Named>
+void require_finite(const Named& tensors, const std::string& path) {
+  for (const auto& [name, t] : tensors) {
+    if (t.dtype() != DataType::F32) continue;
+    const std::vector<float> values = t.template ToVector<float>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      ZERO_CHECK(std::isfinite(values[i]), path, ": tensor ", name, " holds ", values[i],
+                 " at element ", i, "; a checkpoint with non-finite numbers cannot be trained "
+                 "or sampled from (resume from an earlier one, such as best/)");
+    }
+  }
 }
 
 // The optimizer's step from the metadata string: all of it a decimal number >= 0
@@ -195,6 +211,7 @@ void load_checkpoint(const std::string& dir, nn::GPT& model, optim::AdamW* optim
   const std::string model_path = (fs::path(dir) / "model.safetensors").string();
   std::map<std::string, Tensor> saved;
   for (auto& [name, t] : io::load_safetensors(model_path)) saved.emplace(name, t);
+  require_finite(saved, model_path);
   std::vector<std::string> missing, unexpected, mismatched;
   auto params = model.NamedParameters();
   std::set<std::string> names;
@@ -225,12 +242,28 @@ void load_checkpoint(const std::string& dir, nn::GPT& model, optim::AdamW* optim
     std::map<std::string, std::string> meta;
     const std::string opt_path = (fs::path(dir) / "optimizer.safetensors").string();
     io::NamedTensors moments = io::load_safetensors(opt_path, &meta);
+    require_finite(moments, opt_path);
     ZERO_CHECK(meta.count("step") != 0, opt_path, ": expected a \"step\" entry in the metadata");
     optimizer->LoadState(moments, parse_step(meta.at("step"), opt_path));
   }
   NoGradGuard no_grad;  // parameters require grad; copying into them is not a recorded op
   for (auto& [name, p] : params) p.CopyFrom_(saved.at(name));
   state = std::move(loaded);
+}
+
+std::string resume_data_dir(const TrainerState& state, const std::string& out_dir,
+                            const std::string& ckpt_dir) {
+  std::string dir = state.data_dir;
+  if (!fs::is_regular_file(fs::path(dir) / "vocab.json")) dir = (fs::path(out_dir) / "data").string();
+  ZERO_CHECK(fs::is_regular_file(fs::path(dir) / "vocab.json"), "resuming ", ckpt_dir,
+             ": its data is neither in ", state.data_dir, " nor in ", dir);
+  const data::CharTokenizer data_vocab = data::CharTokenizer::Load((fs::path(dir) / "vocab.json").string());
+  const data::CharTokenizer ckpt_vocab =
+      data::CharTokenizer::Load((fs::path(ckpt_dir) / "vocab.json").string());
+  ZERO_CHECK(data_vocab.chars() == ckpt_vocab.chars(), "resuming ", ckpt_dir, ": the data in ",
+             dir, " (vocab ", data_vocab.vocab_size(), ") is not the data it was trained on (vocab ",
+             ckpt_vocab.vocab_size(), "); was the out-dir reused for another text?");
+  return fs::absolute(dir).string();
 }
 
 }  // namespace zero::train

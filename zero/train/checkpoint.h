@@ -58,6 +58,14 @@ void save_checkpoint(const std::string& dir, const nn::GPT& model, const optim::
 /// not a checkpoint.
 TrainerState read_trainer_state(const std::string& dir);
 
+/// The data folder to resume the run saved in `ckpt_dir` with, as an absolute path:
+/// `state.data_dir` (recorded as the first run gave it, perhaps relative to where it
+/// started) if it holds a vocab.json, else `out_dir`/data (a run folder that was moved).
+/// @throws zero::Error if neither holds the data, or if that data's vocabulary is not
+/// the checkpoint's (an out-dir reused for another text).
+std::string resume_data_dir(const TrainerState& state, const std::string& out_dir,
+                            const std::string& ckpt_dir);
+
 /// Loads a checkpoint into `model` (whose config must match the saved one), into
 /// `*optimizer` unless it is null (weights only), and into `state`. The model's
 /// parameters keep their devices. Restoring RNG states into the generators is the
