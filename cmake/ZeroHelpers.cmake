@@ -46,7 +46,8 @@ endfunction()
 # run its GPU half; otherwise it runs the CPU half and says what it skipped). The
 # chapter's exercise folder (solutions/ or, in a learner build, exercises/) is on
 # the include path. A CTest test `chapter.NAME` (label `chapter`) runs the
-# program with QUICK_ARGS, so a chapter that stops working fails the suite.
+# program with QUICK_ARGS, so a chapter that stops working fails the suite. When the
+# chapter has an exercise, `chNAME_learner` is the same program on exercises/ code.
 function(zero_add_chapter)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;CUDA_SOURCES;QUICK_ARGS" ${ARGN})
   set(target ch${ARG_NAME})
@@ -61,6 +62,21 @@ function(zero_add_chapter)
     target_compile_features(${target} PRIVATE cuda_std_17)
   endif()
   zero_target_warnings(${target})
+  # The same program built with the learner's exercises/ code (not built by default;
+  # tools/check_exercise builds it once the chapter's exercise tests pass).
+  set(learner_dir ${PROJECT_SOURCE_DIR}/exercises/${ARG_NAME})
+  if(EXISTS ${learner_dir})
+    add_executable(${target}_learner EXCLUDE_FROM_ALL ${ARG_SOURCES})
+    target_link_libraries(${target}_learner PRIVATE zero)
+    target_include_directories(${target}_learner PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${learner_dir})
+    if(ZERO_HAS_CUDA AND ARG_CUDA_SOURCES)
+      target_sources(${target}_learner PRIVATE ${ARG_CUDA_SOURCES})
+      target_link_libraries(${target}_learner PRIVATE CUDA::cudart)
+      target_compile_definitions(${target}_learner PRIVATE ZERO_CHAPTER_HAS_CUDA=1)
+      target_compile_features(${target}_learner PRIVATE cuda_std_17)
+    endif()
+    zero_target_warnings(${target}_learner)
+  endif()
   if(ZERO_BUILD_TESTS)
     add_test(NAME chapter.${ARG_NAME} COMMAND ${target} ${ARG_QUICK_ARGS})
     set_tests_properties(chapter.${ARG_NAME} PROPERTIES LABELS chapter TIMEOUT 300)
