@@ -60,6 +60,9 @@ inline RingStats ring_allreduce(std::vector<std::vector<float>>& buffers) {
   // copies it over) its own chunk c. Within one step no rank sends the chunk it receives,
   // so the simulation may update the buffers in place, one rank after the other.
   [[maybe_unused]] auto send = [&](int r, int c, bool add) {  // (unused until you write ex10.1)
+    // A chunk index outside [0, N) would write outside the buffers: stop with its value.
+    ZERO_CHECK(c >= 0 && c < N, "send: rank ", r, " asked to send chunk ", c,
+               ", expected a chunk in [0, ", N, ")");
     std::vector<float>& to = buffers[(r + 1) % N];
     const std::vector<float>& from = buffers[r];
     const int64_t begin = chunk_begin(n, N, c), end = chunk_begin(n, N, c + 1);

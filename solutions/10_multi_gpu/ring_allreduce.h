@@ -61,6 +61,9 @@ inline RingStats ring_allreduce(std::vector<std::vector<float>>& buffers) {
   // copies it over) its own chunk c. Within one step no rank sends the chunk it receives,
   // so the simulation may update the buffers in place, one rank after the other.
   [[maybe_unused]] auto send = [&](int r, int c, bool add) {  // (unused until you write ex10.1)
+    // A chunk index outside [0, N) would write outside the buffers: stop with its value.
+    ZERO_CHECK(c >= 0 && c < N, "send: rank ", r, " asked to send chunk ", c,
+               ", expected a chunk in [0, ", N, ")");
     std::vector<float>& to = buffers[(r + 1) % N];
     const std::vector<float>& from = buffers[r];
     const int64_t begin = chunk_begin(n, N, c), end = chunk_begin(n, N, c + 1);
@@ -68,10 +71,11 @@ inline RingStats ring_allreduce(std::vector<std::vector<float>>& buffers) {
     stats.elements_sent[r] += end - begin;
   };
   // BEGIN SOLUTION ex10.1: reduce-scatter, then all-gather: N-1 steps each, one chunk per rank a step
-  for (int s = 0; s < N - 1; ++s, ++stats.steps) {
+  // (x % N + N) % N: C++'s % keeps the sign of x, and r - s is negative for r < s.
+  for (int s = 0; s < N - 1; ++s, ++stats.steps) {  // reduce-scatter
     for (int r = 0; r < N; ++r) send(r, ((r - s) % N + N) % N, true);
   }
-  for (int s = 0; s < N - 1; ++s, ++stats.steps) {
+  for (int s = 0; s < N - 1; ++s, ++stats.steps) {  // all-gather
     for (int r = 0; r < N; ++r) send(r, ((r + 1 - s) % N + N) % N, false);
   }
   // END SOLUTION
