@@ -25,13 +25,16 @@ class JsonFields {
   /// `prefix` the object's place in it ("model." for the fields of "model").
   JsonFields(const nlohmann::json& value, std::string file, std::string prefix = "");
 
+  /// True when the object has the field `key`.
   bool Has(const std::string& key) const { return object_.contains(key); }
   /// The field as it is; throws if it is missing.
   const nlohmann::json& Get(const std::string& key) const;
+  /// The field, which must be a string.
   std::string String(const std::string& key) const;
   /// An integer in [lo, hi]; a fraction, a string or a number out of range is refused.
   int64_t Int(const std::string& key, int64_t lo = std::numeric_limits<int64_t>::min(),
               int64_t hi = std::numeric_limits<int64_t>::max()) const;
+  /// A non-negative integer (seeds, stream positions), up to 2^64 - 1.
   uint64_t Uint(const std::string& key) const;
   /// A number that is finite as a float.
   float Float(const std::string& key) const;
