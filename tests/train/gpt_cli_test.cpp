@@ -4,6 +4,9 @@
 // ("terminate called") or a crash. A tiny CPU model keeps every run to a second or two.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <cstdlib>
 #include <filesystem>
@@ -232,6 +235,46 @@ TEST(GptCliTest, AFailedStartLeavesTheRunAndResumeChecksItsData) {
   expect_refused(run_program(ZERO_TRAIN_GPT, args_of(resume_flags(dir, {{"--max-steps", "12"}})), dir),
                  {"is not the data it was trained on"});
   EXPECT_EQ(read_bytes(dir / "out/checkpoint/trainer.json"), saved);
+}
+
+// Ctrl-C while the final samples are drawn (everything is saved by then) ends the
+// program at once; it used to be swallowed until a second Ctrl-C.
+TEST(GptCliTest, CtrlCDuringTheFinalSamplesEndsTheRun) {
+  TempDir dir;
+  Flags flags = tiny_flags();
+  flags["--data"] = write_corpus(dir);
+  flags["--out-dir"] = dir / "out";
+  flags["--max-steps"] = "0";  // evaluate, then sample: the samples start at once
+  flags["--samples"] = "64";
+  flags["--sample-tokens"] = "100000";  // minutes of sampling if nothing stops it
+  const std::string log = dir / "run.log";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execl("/bin/sh", "sh", "-c",
+            ("exec " + std::string(ZERO_TRAIN_GPT) + args_of(flags) + " > '" + log + "' 2>&1").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until sampling has started: the loss curve is drawn just before it (the output
+  // itself is buffered, so it cannot tell).
+  const std::string curve = dir / "out/loss_curve.png";
+  for (int i = 0; i < 200 && !std::filesystem::exists(curve); ++i) ::usleep(50000);
+  ASSERT_TRUE(std::filesystem::exists(curve)) << "no loss curve after 10 s: " << read_bytes(log);
+  ::usleep(300000);
+  ::kill(child, SIGINT);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 100 && done == 0; ++i) {  // at most 5 s
+    done = ::waitpid(child, &status, WNOHANG);
+    if (done == 0) ::usleep(50000);
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "train_gpt was still sampling 5 s after Ctrl-C";
+  }
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << read_bytes(log);
 }
 
 // Every flag given with --resume is applied or refused, never ignored.
