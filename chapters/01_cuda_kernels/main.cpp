@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
       std::printf("\n[skipped] GPU part (sections 4-5): no CUDA device visible\n");
     }
 #else
-    std::printf("\n[skipped] GPU part (sections 4-5): this build has no CUDA (no toolkit found)\n");
+    std::printf("\n[skipped] GPU part (sections 4-5): this build has no CUDA backend (configured with ZERO_CUDA=OFF, or no toolkit was found)\n");
 #endif
     if (problems != 0) {
       std::printf("\nFAILED: %d result(s) did not match the CPU reference\n", problems);

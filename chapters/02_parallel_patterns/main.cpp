@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
 #else
     (void)version;  // only the GPU ladder has versions
     std::printf("\n[skipped] GPU part (section 4, the reduction ladder): this build has no "
-                "CUDA (no toolkit found)\n");
+                "CUDA backend (configured with ZERO_CUDA=OFF, or no toolkit was found)\n");
 #endif
     if (problems != 0) {
       std::printf("\nFAILED: %d result(s) did not match the CPU reference\n", problems);
