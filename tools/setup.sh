@@ -7,7 +7,13 @@
 # quick-start commands and .ci/run both start with it. The CUDA toolkit is optional
 # and never installed here; the last line says whether nvcc was found, which decides
 # whether the default preset builds the CUDA backend.
+#
+# With --fuzz it also makes sure of clang, its libFuzzer runtime and its OpenMP library,
+# which only the `fuzz` preset needs (tests/fuzz/, tools/fuzz.sh).
 set -euo pipefail
+
+fuzz=0
+[[ ${1:-} == --fuzz ]] && fuzz=1
 
 readonly min_cmake=3.25  # `cmake --workflow` and presets version 6
 readonly min_gxx=12
@@ -15,6 +21,16 @@ readonly min_gxx=12
 missing=()
 
 have() { command -v "$1" >/dev/null 2>&1; }
+
+# clang links a libFuzzer target and an OpenMP program (the fuzz preset needs both).
+have_clang_fuzzer() {
+  have clang++ && echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, long) { return 0; }' |
+    clang++ -fsanitize=fuzzer -x c++ - -o /dev/null >/dev/null 2>&1
+}
+have_clang_openmp() {
+  have clang++ && echo 'int main() { return 0; }' |
+    clang++ -fopenmp -x c++ - -o /dev/null >/dev/null 2>&1
+}
 
 have_gtest() {
   [[ -f /usr/include/gtest/gtest.h ]] && return 0
@@ -49,6 +65,11 @@ check_all() {
   check nlohmann-json3-dev "nlohmann-json"            test -f /usr/include/nlohmann/json.hpp
   check libcli11-dev       "CLI11"                    test -f /usr/include/CLI/CLI.hpp
   check python3            "python3"                  have python3
+  if (( fuzz )); then
+    check clang            "clang++"                  have clang++
+    check libclang-rt-dev  "clang's libFuzzer"        have_clang_fuzzer
+    check libomp-dev       "clang's OpenMP (libomp)"  have_clang_openmp
+  fi
 }
 
 install_missing() {
