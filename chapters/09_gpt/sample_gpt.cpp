@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "zero/data/char_tokenizer.h"
+#include "zero/kernels/cpu_threads.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/config.h"
 #include "zero/train/metrics.h"
@@ -74,5 +75,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  zero::use_passive_openmp_wait(argv);  // first: it may start the program again
   return ch09::guarded_main("sample_gpt", [&] { return run(argc, argv); });
 }

@@ -21,6 +21,7 @@
 #include "zero/data/token_file.h"
 #include "zero/io/atomic_file.h"
 #include "zero/io/dir_lock.h"
+#include "zero/kernels/cpu_threads.h"
 #include "zero/train/budget.h"
 #include "zero/train/distributed.h"  // the Trainer, and --nproc: one process per GPU
 #include "zero/train/flops.h"
@@ -288,5 +289,6 @@ int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  zero::use_passive_openmp_wait(argv);  // first: it may start the program again
   return ch09::guarded_main("train_gpt", [&] { return run(argc, argv); });
 }

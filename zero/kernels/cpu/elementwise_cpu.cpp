@@ -20,7 +20,7 @@ void binary_loop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const float* pb = b.data_ptr<float>();
   float* po = out.data_ptr<float>();
   if (dense_as(a, out.sizes()) && dense_as(b, out.sizes()) && out.is_contiguous()) {
-#pragma omp parallel for simd if (n > kParallelGrain)
+#pragma omp parallel for simd if (n > kCheapLoopGrain)  // f is one arithmetic operation
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
     return;
   }

@@ -13,7 +13,7 @@ void fill_typed(const Tensor& out, T value) {
   T* p = static_cast<T*>(out.data());
   const int64_t n = out.numel();
   if (out.is_contiguous()) {
-#pragma omp parallel for simd if (n > kParallelGrain)
+#pragma omp parallel for simd if (n > kCheapLoopGrain)
     for (int64_t i = 0; i < n; ++i) p[i] = value;
     return;
   }
