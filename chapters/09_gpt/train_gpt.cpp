@@ -143,7 +143,11 @@ int run(int argc, char** argv) {
 
   const fs::path out(o.out_dir), ckpt = out / "checkpoint", best = out / "best";
   std::optional<io::DirLock> lock;  // one run per out-dir at a time; rank 0 holds it for all
-  if (dist.rank <= 0) lock.emplace(out.string(), "train_gpt");
+  if (dist.rank <= 0) {  // then repair what a run killed in the middle of a save left
+    lock.emplace(out.string(), "train_gpt");
+    io::recover_directory(best.string());
+    io::StagedDirectory::Discard((out / "data").string());
+  }
   if (dist.rank > 0) fs::create_directories(out);
   std::string data_dir;              // recorded in checkpoints
   std::optional<io::StagedDirectory> staged;  // a new run's data, moved in once all checks pass

@@ -117,14 +117,9 @@ def metrics_lines(path, allow_partial_last):
     return records
 
 
-# Leftovers a SIGKILL can leave that a resume does not remove yet (reported; drop an
-# entry once train_gpt cleans it up). A resume recovers only OUT/checkpoint, so a kill
-# while OUT/best is saved leaves OUT/best.tmp-XXXXXX or OUT/best.old until the next save
-# of best/ (any reader of best/ repairs it first, so nothing is lost); and OUT/data.staging,
-# where a new run prepares its data, stays (empty once moved into OUT/data) until the
-# run ends, so a kill leaves it until the next new run.
-KNOWN_KILL_LEFTOVERS = [re.compile(r"^best\.tmp-"), re.compile(r"^best\.old$"),
-                        re.compile(r"^data\.staging$")]
+# Leftovers a resume is allowed to keep after a kill (none: the run repairs best/ and
+# removes a staging folder of its data when it starts).
+KNOWN_KILL_LEFTOVERS = []
 
 
 def leftovers(out, allowed=()):

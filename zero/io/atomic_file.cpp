@@ -197,6 +197,13 @@ void StagedDirectory::Commit() {
       rename_or_throw(entry.path(), fs::path(tmp) / entry.path().filename());
     }
   });
+  std::error_code ec;
+  fs::remove_all(staging_, ec);  // empty now; a leftover would look like a crash's debris
+}
+
+void StagedDirectory::Discard(const std::string& final_dir) {
+  std::error_code ec;
+  fs::remove_all(normalise(final_dir).string() + ".staging", ec);
 }
 
 }  // namespace zero::io

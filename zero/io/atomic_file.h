@@ -65,8 +65,11 @@ class StagedDirectory {
   const std::string& staging() const { return staging_; }
   /// Where they will be after `Commit`.
   const std::string& final_dir() const { return final_; }
-  /// Replaces `final_dir` with the staging folder's contents, atomically.
+  /// Replaces `final_dir` with the staging folder's contents, atomically, and removes
+  /// the (then empty) staging folder.
   void Commit();
+  /// Removes what a process killed before `Commit` left: `final_dir`.staging, if any.
+  static void Discard(const std::string& final_dir);
 
  private:
   std::string final_, staging_;
