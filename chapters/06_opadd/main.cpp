@@ -15,12 +15,16 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "op_mul_add.h"  // your exercise: solutions/06_opadd or exercises/06_opadd
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/graph.h"
 #include "zero/autograd/ops/elementwise_ops.h"
 #include "zero/core/tensor_context.h"
+#include "zero/kernels/cpu/parallel.h"  // kCheapLoopGrain: when ops::add goes parallel
+#include "zero/kernels/cpu_threads.h"
 #include "zero/kernels/dims_arg.h"
 #include "zero/kernels/tensor_ops.h"
 #ifdef ZERO_CHAPTER_HAS_CUDA
@@ -103,11 +107,7 @@ int trace_forward(Device device) {
 
   std::printf("recorded? c.requires_grad() = %d, grad_fn = %s\n", c.requires_grad(),
               c.grad_fn()->name());
-  Tensor c_no_grad;
-  {
-    NoGradGuard no_grad;
-    c_no_grad = a + b;
-  }
+  const Tensor c_no_grad = [&] { NoGradGuard no_grad; return a + b; }();  // only in this scope
   std::printf("under NoGradGuard: requires_grad() = %d, grad_fn = %s\n",
               c_no_grad.requires_grad(), c_no_grad.grad_fn() ? "set" : "null (nothing recorded)");
   bad += expect(c_no_grad.grad_fn() == nullptr, "NoGradGuard records no graph");
@@ -155,9 +155,7 @@ int trace_backward(Device device) {
   const Tensor r = Tensor::Randn({4, 3}, opt);
   fused.Backward(r);
   const std::vector<Tensor> mine = {x.Grad(), w.Grad(), z.Grad()};
-  x.ZeroGrad();
-  w.ZeroGrad();
-  z.ZeroGrad();
+  for (Tensor* t : {&x, &w, &z}) t->ZeroGrad();
   composed.Backward(r);
   const std::vector<Tensor> ref = {x.Grad(), w.Grad(), z.Grad()};
   bool same = fused.ToVector<float>() == composed.ToVector<float>();
@@ -174,24 +172,42 @@ int trace_backward(Device device) {
 using Timer = std::function<double(const std::function<void()>&, int iters, int reps)>;
 using CopyGbs = std::function<double(size_t bytes, int reps)>;  // the bandwidth baseline
 
+// Microseconds per call of `f`: the median of `reps` runs of at least `iters` calls and
+// 20 ms each (less is scheduler noise on a small shared machine), after 20 ms of warm-up.
 double host_us_per_call(const std::function<void()>& f, int iters, int reps) {
-  for (int w = 0; w < 2; ++w) f();
+  using Clock = std::chrono::steady_clock;
+  const auto us_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
+  int64_t calls = 0;
+  const Clock::time_point warm = Clock::now();
+  while (calls < 3 || us_since(warm) < 20e3) f(), ++calls;
+  calls = std::max<int64_t>(iters, static_cast<int64_t>(20e3 * calls / us_since(warm)) + 1);
   std::vector<double> us;
   for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) f();
-    const auto t1 = std::chrono::steady_clock::now();
-    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / iters);
+    const Clock::time_point t0 = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) f();
+    us.push_back(us_since(t0) / static_cast<double>(calls));
   }
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
 }
 
+// memcpy of `bytes` split over as many threads as ops::add uses for that many floats
+// (all of them above kCheapLoopGrain), so "% copy" compares like with like.
 double host_copy_gbs(size_t bytes, int reps) {
   std::vector<char> src(bytes, 1), dst(bytes);
-  const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 24) / bytes, 2, 200));
-  const double us =
-      host_us_per_call([&] { std::memcpy(dst.data(), src.data(), bytes); }, iters, reps);
+  const int parts =
+      static_cast<int64_t>(bytes / 4) > ops::kCheapLoopGrain ? omp_get_max_threads() : 1;
+  const auto copy = [&](int p) {  // slice p of `parts`
+    const size_t begin = bytes * p / parts, end = bytes * (p + 1) / parts;
+    std::memcpy(dst.data() + begin, src.data() + begin, end - begin);
+  };
+  const double us = host_us_per_call([&] {
+    if (parts == 1) return copy(0);  // no parallel region at all, as in ops::add
+#pragma omp parallel for num_threads(parts)
+    for (int p = 0; p < parts; ++p) copy(p);
+  }, 2, reps);
   return 2.0 * bytes / us / 1e3;
 }
 
@@ -201,12 +217,13 @@ int time_path(Device device, const Timer& timer, const CopyGbs& copy_gbs, bool q
               "output (dispatch + kernel); a + b under NoGradGuard (+ allocation, op object);\n"
               "a + b recorded (+ graph); forward + backward (+ engine, two gradient copies).\n"
               "add GB/s counts ops::add's 12 bytes per element; copy GB/s is a %s\n"
-              "of the same n floats (8 bytes per element), measured now.\n",
-              device.is_cpu() ? "std::memcpy" : "device-to-device cudaMemcpy");
+              "of the same n floats (8 bytes per element)%s, measured now.\n",
+              device.is_cpu() ? "std::memcpy" : "device-to-device cudaMemcpy",
+              device.is_cpu() ? " on ops::add's threads" : "");
   std::vector<int64_t> sizes = {1 << 10, 1 << 14, 1 << 18, 1 << 22};
   if (!device.is_cpu()) sizes.push_back(1 << 26);
   if (quick) sizes = {1 << 10, 1 << 16};
-  const int reps = quick ? 3 : 5;
+  const int reps = quick ? 3 : device.is_cpu() ? 7 : 5;
   std::printf("%9s %11s %11s %11s %11s %9s %9s %7s\n", "n", "ops::add us", "no-grad us",
               "recorded us", "fwd+bwd us", "add GB/s", "copy GB/s", "% copy");
   const TensorOption opt = TensorOption().OnDevice(device);
@@ -215,8 +232,7 @@ int time_path(Device device, const Timer& timer, const CopyGbs& copy_gbs, bool q
     const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 22) / n, 2, 200));
     Tensor a = Tensor::Randn({n}, opt).SetRequiresGrad();
     Tensor b = Tensor::Randn({n}, opt).SetRequiresGrad();
-    const Tensor g = Tensor::Ones({n}, opt);
-    const Tensor out = Tensor::Empty({n}, opt);
+    const Tensor g = Tensor::Ones({n}, opt), out = Tensor::Empty({n}, opt);
     // Validate before timing: values against the CPU, gradients against 1.
     const std::vector<float> ha = a.ToVector<float>(), hb = b.ToVector<float>();
     Tensor c = a + b;
@@ -235,11 +251,9 @@ int time_path(Device device, const Timer& timer, const CopyGbs& copy_gbs, bool q
     const double full = timer([&] {
       Tensor t = a + b;
       t.Backward(g);
-      a.ZeroGrad();
-      b.ZeroGrad();
+      for (Tensor* p : {&a, &b}) p->ZeroGrad();
     }, iters, reps);
-    const double gbs = 12.0 * n / raw / 1e3;
-    const double copy = copy_gbs(n * sizeof(float), reps);
+    const double gbs = 12.0 * n / raw / 1e3, copy = copy_gbs(n * sizeof(float), reps);
     std::printf("%9lld %11.2f %11.2f %11.2f %11.2f %9.1f %9.1f %6.1f%%\n",
                 static_cast<long long>(n), raw, no_grad, recorded, full, gbs, copy,
                 100.0 * gbs / copy);
@@ -255,6 +269,7 @@ int run(Device device, const Timer& timer, const CopyGbs& copy_gbs, bool quick) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_passive_openmp_wait(argv);  // as train_gpt does: waiting threads sleep (cpu_threads.h)
   bool quick = false;
   for (int i = 1; i < argc; ++i) quick = quick || std::strcmp(argv[i], "--quick") == 0;
   std::printf("Chapter 06 · OpAdd: one a + b through every layer%s\n", quick ? " (--quick)" : "");
