@@ -90,10 +90,17 @@ bool show_gradients(Device target) {
   const bool ok = moved.requires_grad() && moved.Grad().device() == target &&
                   moved.Grad().Cpu().ToVector<float>() == std::vector<float>{2, 4, 6};
   std::printf("the moved gradient is [2, 4, 6]: %s\n", ok ? "yes" : "NO");
-  std::printf("a computed tensor cannot move while recording -> error: %s\n",
-              error_of([&] { (w * 2.0f).To(target.is_cpu() ? Device::Cuda(0) : Device::Cpu()); })
-                  .c_str());
-  return ok;
+  // w * 2 lives on the CPU whatever `target` is, so it is moved to cuda:0: a move to
+  // its own device would return it untouched and show nothing. The history check
+  // comes before any allocation, so a machine without a GPU gets the same error.
+  Tensor computed = w * 2.0f;
+  const std::string refused = error_of([&] { computed.To(Device::Cuda(0)); });
+  std::printf("a computed tensor cannot move while recording: (w * 2).To(cuda:0) -> error: %s\n",
+              refused.c_str());
+  const bool stays = computed.To(Device::Cpu()).impl() == computed.impl();
+  std::printf("(w * 2).To(cpu), where it already is, returns itself, history and all: %s\n",
+              stays ? "yes" : "NO");
+  return ok && refused.find("autograd history") != std::string::npos && stays;
 }
 
 // The CPU analogue of the GPU measurement, and the model's limit: a host memcpy is
