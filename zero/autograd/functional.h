@@ -160,8 +160,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// about B*H*Tq*Tk words (`AttentionDropout::stream_words`); the backward regenerates it.
 /// 0 is exactly the attention without dropout.
 /// On CUDA the tile products run on the Tensor Cores: as three TF32 products each
-/// ("3xTF32", close to FP32's rounding) by default, as one when MX_FAST_MATMUL is set to
-/// tf32 or fp16 (the mode of `matmul`, chapter 07).
+/// ("3xTF32", close to FP32's rounding) by default, as one TF32 product when
+/// MX_FAST_MATMUL is set to tf32 or fp16 (the mode of `matmul`, chapter 07).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true,
                  float dropout_p = 0.0f, Generator* gen = nullptr);
 /// Causal self-attention straight from a GPT's packed projection: qkv [B, T, 3C] laid out

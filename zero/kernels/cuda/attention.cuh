@@ -35,8 +35,9 @@
 // Tensor-Core products whose error is close to FP32's (the dropped a_small b_small is
 // about 2^-22 of a b). PyTorch's FP32 memory-efficient attention does the same on these
 // GPUs (CUTLASS's OpMultiplyAddFastF32, "3xTF32"). With MX_FAST_MATMUL=tf32 or fp16 one
-// TF32 product is made, as cuBLAS does in that mode, from operands truncated to TF32
-// (`split`).
+// TF32 product is made, from operands truncated to TF32 (`split`), as cuBLAS does in
+// tf32 mode. In fp16 mode it is TF32 too: these kernels have no FP16 path, while Zero's
+// GEMMs do run in FP16 then (Note [FP16 Tensor Cores with FP32 in and out]).
 //
 // The PTX ISA fixes which elements each thread holds. With g = lane / 4 and
 // t = lane % 4: A holds (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4); B holds
