@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Zero next to PyTorch on the same GPU, in one call: element-wise add (256M floats),
 sum of all elements, and row softmax 8192x4096, each as time and GB/s, with the copy
-bandwidth of the same run, and the Zero/PyTorch ratios against DESIGN.md's targets;
+bandwidth of the same run, and the Zero/PyTorch ratios against the project's targets;
 then square GEMMs (4096^3, 8192^3) in FP32 and TF32 as TFLOP/s.
 
     python3 tools/bench_side_by_side.py [--build build/default] [--quick]
