@@ -100,14 +100,21 @@ TEST(SafetensorsFormatTest, EveryTruncationIsAnError) {
   expect_error([&] { load_safetensors(path); }, {path, "4 bytes of unexpected data"});
 }
 
+// Writes `file` to `path` and expects load_safetensors to refuse it with a message naming
+// the path and every one of `parts`.
+void expect_file_refused(const std::string& path, const std::string& file,
+                         const std::vector<std::string>& parts) {
+  testing::write_bytes(path, file);
+  std::vector<std::string> all = parts;
+  all.push_back(path);
+  expect_error([&] { load_safetensors(path); }, all);
+}
+
 TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
   TempDir dir;
   const std::string path = dir / "bad";
   auto expect_bad = [&](const std::string& file, const std::vector<std::string>& parts) {
-    testing::write_bytes(path, file);
-    std::vector<std::string> all = parts;
-    all.push_back(path);
-    expect_error([&] { load_safetensors(path); }, all);
+    expect_file_refused(path, file, parts);
   };
   const std::string four_floats(16, '\0');
   expect_bad("short", {"too short"});
@@ -150,10 +157,7 @@ TEST(SafetensorsFormatTest, HeaderRulesAreTheReferenceLibrarys) {
   TempDir dir;
   const std::string path = dir / "bad";
   auto expect_bad = [&](const std::string& file, const std::vector<std::string>& parts) {
-    testing::write_bytes(path, file);
-    std::vector<std::string> all = parts;
-    all.push_back(path);
-    expect_error([&] { load_safetensors(path); }, all);
+    expect_file_refused(path, file, parts);
   };
   const std::string a = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   const std::string two_floats(8, '\0');

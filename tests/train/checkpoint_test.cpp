@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "zero/io/safetensors.h"
+#include "tests/train/step_metadata.h"
 
 namespace zero::train {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using zero::testing::set_step_metadata;
 
 nn::GPTConfig tiny(int64_t n_layer = 2) { return nn::GPTConfig{11, 8, n_layer, 2, 16, 0.1f}; }
 
@@ -152,14 +154,6 @@ TEST(CheckpointTest, StateJsonNamesTheFieldThatIsWrong) {
   expect_refused(with("\"format\": \"zero-gpt-checkpoint\"", "\"format\": [1]"),
                  {"\"format\"", "[1]"});
   expect_refused("[]", {"JSON object"});
-}
-
-// Rewrites the "step" metadata string of an optimizer.safetensors file to `step`.
-void set_step_metadata(const std::string& path, const std::string& step) {
-  std::map<std::string, std::string> meta;
-  const io::NamedTensors tensors = io::load_safetensors(path, &meta);
-  meta["step"] = step;
-  io::save_safetensors(path, tensors, meta);
 }
 
 TEST(CheckpointTest, OptimizerStepMetadataMustBeADecimalNumber) {

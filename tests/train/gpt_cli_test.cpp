@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/data/test_files.h"
+#include "tests/train/step_metadata.h"
 #include "zero/io/safetensors.h"
 #include "zero/train/checkpoint.h"
 
@@ -22,6 +23,7 @@ namespace zero::train {
 namespace {
 
 using testing::read_bytes;
+using testing::set_step_metadata;
 using testing::TempDir;
 using testing::write_bytes;
 
@@ -117,14 +119,6 @@ TEST(GptCliTest, PathsThatCannotBeUsedAreRefused) {
   expect_refused(train(dir, {{"--out-dir", "/sys/zero_cli_test"}}), {"/sys/zero_cli_test"});
   expect_refused(train(dir, {{"--data", dir.str()}}), {"--data", dir.str()});
   expect_refused(train(dir, {{"--data", dir / "missing.txt"}}), {"--data", dir / "missing.txt"});
-}
-
-// Rewrites the "step" metadata string of an optimizer.safetensors file to `step`.
-void set_step_metadata(const std::string& path, const std::string& step) {
-  std::map<std::string, std::string> meta;
-  const io::NamedTensors tensors = io::load_safetensors(path, &meta);
-  meta["step"] = step;
-  io::save_safetensors(path, tensors, meta);
 }
 
 TEST(GptCliTest, DamagedCheckpointFilesAreRefusedNamingTheField) {
