@@ -10,7 +10,7 @@
 /// interface; each method is defined in the lowest layer that can implement it:
 /// memory and metadata in core/tensor.cpp, filling, random numbers and copies in
 /// kernels/tensor_factories.cpp, and views (which record gradients) in
-/// autograd/tensor_views.cpp. Source files still depend only downwards.
+/// autograd/tensor_methods.cpp. Source files still depend only downwards.
 /// Math on tensors (`a + b`, `matmul`, `softmax` ...) is in autograd/functional.h.
 #pragma once
 

@@ -1,6 +1,6 @@
 // CachingPool (the policy shared by the CPU and CUDA contexts), the CPU context,
-// and DefaultTensorContext. The CUDA context lives in kernels/cuda/ behind
-// detail::cuda_tensor_context(), which a CPU-only build defines to throw.
+// and DefaultTensorContext. The CUDA context lives in core/cuda/device_cuda.cu behind
+// detail::cuda_tensor_context(); a CPU-only build's no_cuda/device.cpp defines it to throw.
 #include "zero/core/tensor_context.h"
 
 #include <cstdlib>

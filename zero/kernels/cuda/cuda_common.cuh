@@ -28,8 +28,10 @@ inline unsigned int grid_for(int64_t n, int per_thread = 1) {
   return static_cast<unsigned int>((threads + kBlock - 1) / kBlock > 0 ? (threads + kBlock - 1) / kBlock : 1);
 }
 
-// The stream Zero's kernels run on. Everything is ordered on the legacy default
-// stream for now; streams arrive with the asynchronous-execution chapter.
+// The stream Zero's kernels run on: the legacy default stream, so every kernel is
+// ordered after the one before it and the caching allocator may reuse a block at once.
+// Side streams are the caller's (zero/cuda/stream.h, chapter 08), with the rule of
+// Note [Tensors used on another stream] there.
 inline cudaStream_t current_stream() { return 0; }
 
 // Selects the tensor's GPU for the calls that follow.

@@ -1,7 +1,7 @@
 // CUDA kernels behind tensor_ops.h (private to the library). Arguments arrive
 // checked by the dispatch functions: same device, fitting shapes and dtypes.
 // Each family lives in one .cu file under kernels/cuda/; a build without CUDA
-// links kernels/no_cuda.cpp instead, whose definitions throw.
+// links no_cuda/kernels.cpp instead, whose definitions throw.
 #pragma once
 
 #include "zero/kernels/tensor_ops.h"
