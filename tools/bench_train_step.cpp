@@ -1,9 +1,13 @@
 // One GPT training step of Zero (forward, backward, clip, AdamW), timed: the Zero half
 // of tools/bench_train_side_by_side.py, which runs PyTorch on the same shapes.
 //
-//   bench_train_step --preset char|gpt2 [--batch B] [--steps 20] [--warmup 5]
-//                    [--profile 3] [--json]
+//   bench_train_step --preset char|gpt2|small [--batch B] [--steps 20] [--warmup 5]
+//                    [--profile 3] [--device auto|cpu|cuda] [--json]
+//                    [--n-layer L --n-head H --n-embd C --block-size T --vocab V --dropout p]
 //
+// "small" is train_gpt's CPU model (TrainConfig::SmallCpu) with the vocabulary of its
+// built-in corpus, 119. The shape flags override the preset's, so that another program
+// (tools/bench_cpu_vs_llmc.py, which times llm.c on the same shapes) can ask for any model.
 // The tokens are random (speed does not depend on them). Each step is timed on the
 // host around Trainer::Step, which ends by reading the loss, so the GPU has finished
 // the step when the clock stops. Prints the median over --steps after --warmup steps,
@@ -30,8 +34,11 @@ train::TrainConfig preset(const std::string& name) {
   if (name == "gpt2") {  // GPT-2 124M as nanoGPT trains it: no dropout, vocab padded to 50304
     c.model = nn::GPTConfig{50304, 1024, 12, 12, 768, 0.0f};
     c.batch_size = 8;
+  } else if (name == "small") {  // the quickstart model: 3L/4H/48, B 16, T 64, no dropout
+    c = train::TrainConfig::SmallCpu();
+    c.model.vocab_size = 119;  // the characters of train_gpt's built-in corpus
   } else {
-    ZERO_CHECK(name == "char", "--preset: expected char or gpt2, got ", name);
+    ZERO_CHECK(name == "char", "--preset: expected char, gpt2 or small, got ", name);
     c.model.vocab_size = 65;
   }
   c.warmup = 0;  // the step's cost does not depend on the learning rate
@@ -55,19 +62,34 @@ int main(int argc, char** argv) {
   CLI::App app{"Times Zero's GPT training step"};
   std::string name = "char", device_name = "auto";
   int64_t batch = 0, steps = 20, warmup = 5, profile = 0;
+  int64_t n_layer = 0, n_head = 0, n_embd = 0, block_size = 0, vocab = 0;  // 0: the preset's
+  float dropout = -1;                                                      // < 0: the preset's
   bool json = false;
-  app.add_option("--preset", name, "char (6L/6H/384, T 256) or gpt2 (124M, T 1024)");
+  app.add_option("--preset", name,
+                 "char (6L/6H/384, T 256), gpt2 (124M, T 1024) or small (3L/4H/48, T 64)");
   app.add_option("--batch", batch, "sequences per step (default: the preset's)");
   app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--profile", profile, "then profile this many steps and print the per-op table");
   app.add_option("--device", device_name, "cpu, cuda, cuda:N or auto");
   app.add_flag("--json", json, "end with one JSON line of the figures");
+  app.add_option("--n-layer", n_layer, "transformer blocks (default: the preset's)");
+  app.add_option("--n-head", n_head, "attention heads (default: the preset's)");
+  app.add_option("--n-embd", n_embd, "width of the residual stream (default: the preset's)");
+  app.add_option("--block-size", block_size, "sequence length T (default: the preset's)");
+  app.add_option("--vocab", vocab, "vocabulary size (default: the preset's)");
+  app.add_option("--dropout", dropout, "dropout probability (default: the preset's)");
   CLI11_PARSE(app, argc, argv);
 
   try {
     train::TrainConfig cfg = preset(name);
     if (batch > 0) cfg.batch_size = batch;
+    if (n_layer > 0) cfg.model.n_layer = n_layer;
+    if (n_head > 0) cfg.model.n_head = n_head;
+    if (n_embd > 0) cfg.model.n_embd = n_embd;
+    if (block_size > 0) cfg.model.block_size = block_size;
+    if (vocab > 0) cfg.model.vocab_size = vocab;
+    if (dropout >= 0) cfg.model.dropout = dropout;
     cfg.max_steps = warmup + steps + profile;
     const Device device = train::resolve_device(device_name);
     const int64_t tokens = cfg.batch_size * cfg.model.block_size;
