@@ -7,7 +7,7 @@ source, script and Markdown file and checks three kinds of name:
 
   - a path from the repository root: zero/core/tensor.h, chapters/09_gpt/README.md, tools/...
   - a path that starts with a layer's folder: nn/gpt.h, kernels/cuda/blas.cu (from zero/,
-    or from the naming file's own folder, as tests/CMakeLists.txt names core/tensor_test.cpp)
+    or from the folder of the file that names it)
   - a bare file name of a C++/CUDA source: tensor_context.cpp (it must exist somewhere)
 
 A name that is not ours (a system header, a file of nanoGPT or llm.c that the text compares

@@ -3,7 +3,6 @@
 
     tools/make_figures.py                       # write every figure
     tools/make_figures.py --check               # exit 1 if a committed figure is stale
-    tools/make_figures.py --doxygen-filter F    # print F with image links cut to file names
 
 Measured figures read their numbers from the repository, so they say what the text says:
 the roofline takes the H200 output shown in chapters/01_cuda_kernels/README.md, and the
@@ -12,9 +11,8 @@ writes. The others are drawn from the rules the code follows: the butterfly offs
 warp_sum, the ring's chunk schedule, the caching allocator's policy. `--check` (a CTest
 test, label docs) also checks that every image a chapter README shows exists.
 
-Doxygen copies an image into the HTML only when it finds it by name on IMAGE_PATH, but a
-README names it by the relative path GitHub needs (../../docs/images/x.svg); the filter
-mode, Doxygen's FILTER_PATTERNS for *.md, rewrites such links to the bare name.
+Doxygen finds an image by its bare name; tools/doxygen_md_filter.py cuts the README's
+relative links (../../docs/images/x.svg) with IMAGE_LINK below.
 Standard library only: the SVG is written by hand.
 """
 import argparse
@@ -424,12 +422,7 @@ def broken_image_links():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a figure is stale")
-    parser.add_argument("--doxygen-filter", metavar="FILE", help="Doxygen input filter for .md")
     args = parser.parse_args()
-    if args.doxygen_filter:
-        text = pathlib.Path(args.doxygen_filter).read_text(encoding="utf-8")
-        sys.stdout.buffer.write(IMAGE_LINK.sub(r"\1\3)", text).encode("utf-8"))
-        return 0
     stale = []
     for name, draw in FIGURES.items():
         path, svg = IMAGES / name, draw()
