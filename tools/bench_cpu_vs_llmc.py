@@ -45,7 +45,7 @@ fill_in_parameter_sizes), and token files in llm.c's format (256 int32 header wi
 padded vocabulary Vp is set to V, so both sides compute the same logits.
 
 Without --llmc, only Zero's column is printed. The ratio is Zero's time over llm.c's
-(lower is better); the issue's targets are <= 0.7x on the quickstart model, with 1 and 2
+(lower is better); the project's targets are <= 0.7x on the quickstart model, with 1 and 2
 threads, and <= 1.0x on the char model. Pause other CPU work while this runs: the
 figures are wall-clock times.
 """
