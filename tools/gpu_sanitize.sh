@@ -7,7 +7,7 @@
 # Environment: ZERO_BUILD_DIR (default build/gpu), ZERO_SANITIZE_ONLY="autograd_tests ..."
 # (only these programs), ZERO_SANITIZE_SHARDS (shards per program, default by size),
 # ZERO_SANITIZE_SECONDS (limit per shard, default 480), ZERO_SANITIZE_JOBS (shards side by
-# side, default 8). On one H200 the whole run took 4.5 min for memcheck and 4 for racecheck.
+# side, default 8). On one H200 the whole run took about 3.5 min for memcheck and 4 for racecheck.
 #
 # A few tests make a CUDA call fail on purpose: they ask for more memory than the GPU has, to
 # check the out-of-memory message, or they start NCCL, which on start-up asks about kernels
