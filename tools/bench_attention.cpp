@@ -14,7 +14,7 @@
 #include <string>
 
 #include "tools/gpu_median.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/matmul_mode.h"
 #include "zero/kernels/tensor_ops.h"
 
 using namespace zero;

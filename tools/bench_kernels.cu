@@ -20,7 +20,7 @@
 #include "tools/gpu_median.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override
+#include "zero/kernels/matmul_mode.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace {

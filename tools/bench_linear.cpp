@@ -15,7 +15,7 @@
 #include <cstdio>
 
 #include "tools/gpu_median.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/matmul_mode.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/tensor_ops.h"
 

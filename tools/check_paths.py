@@ -24,7 +24,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TOP = r'(?:zero|chapters|tools|tests|exercises|solutions|docs|cmake|\.ci)'
-LAYERS = r'(?:core|kernels|autograd|nn|optim|data|io|dist|train|cuda|no_cuda|no_nccl)'
+LAYERS = r'(?:core|kernels|autograd|nn|optim|data|io|distributed|train)'
 EXT = r'(?:h|cpp|cu|cuh|py|sh|md|txt|cmake|json)'
 ROOTED = re.compile(r'(?<![\w./-])(' + TOP + r'/[\w./-]*\w(?:\.\{[\w,]+\})?)')
 LAYERED = re.compile(r'(?<![\w./-])(' + LAYERS + r'/[\w/-]*\.(?:h|cpp|cu|cuh)\b)')

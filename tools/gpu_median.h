@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace zero::tools {
 

@@ -19,7 +19,7 @@ if [ ! -f build/gpu/build.ninja ]; then
     { tail -30 "$out/multi_configure.log"; exit 1; }
 fi
 cmake -S . -B build/gpu 2>&1 | grep -E "Zero: (NCCL|CUDA)" | tee "$out/multi_nccl.txt"
-cmake --build build/gpu -j"$(nproc)" --target autograd_tests data_tests dist_tests train_tests \
+cmake --build build/gpu -j"$(nproc)" --target autograd_tests data_tests distributed_tests train_tests \
   ch09_gpt ch10_multi_gpu > "$out/multi_build.log" 2>&1 ||
   { grep -E "error|FAILED" "$out/multi_build.log" | head -40; exit 1; }
 status=0

@@ -16,8 +16,9 @@
 #include "gpu.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
-#include "zero/cuda/stream.h"
-#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override
+#include "zero/core/stream.h"
+#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace ch07 {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace ch07 {
 

@@ -2,7 +2,7 @@
 // shows it with numbers: the host returns long before the GPU is done, some calls
 // silently wait (sync points), a host clock around a launch measures nothing useful, and
 // a side stream is not ordered with the default stream unless an event says so. Section 6,
-// two streams overlapping copies with compute, is in overlap.cu. Read zero/cuda/stream.h
+// two streams overlapping copies with compute, is in overlap.cu. Read zero/core/stream.h
 // alongside.
 #include <cuda_runtime.h>
 
@@ -16,7 +16,7 @@
 #include "gpu.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace ch08 {
 namespace {
@@ -170,7 +170,7 @@ void stream_ordering(bool quick) {
         join ? "side.Wait(event after the busy-wait):" : "no event: the streams are independent:",
         Event::ElapsedMs(start, copied), wait_ms);
   }
-  // Note [Tensors used on another stream] (zero/cuda/stream.h): `t` was written on `side`;
+  // Note [Tensors used on another stream] (zero/core/stream.h): `t` was written on `side`;
   // make sure that work is over before `t` goes back to the allocator at scope exit.
   side.Synchronize();
 }

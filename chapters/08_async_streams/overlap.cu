@@ -17,7 +17,7 @@
 #include "gpu.h"
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/error.h"
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace ch08 {
 namespace {

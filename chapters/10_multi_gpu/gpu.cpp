@@ -10,8 +10,8 @@
 #include "gpu.h"
 #include "ring_allreduce.h"  // your exercise: bus_bandwidth uses your traffic factor
 #include "zero/core/philox.h"
-#include "zero/cuda/stream.h"
-#include "zero/dist/data_parallel.h"
+#include "zero/core/stream.h"
+#include "zero/distributed/data_parallel.h"
 #include "zero/train/trainer.h"
 
 namespace ch10 {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "zero/dist/communicator.h"
+#include "zero/distributed/communicator.h"
 
 namespace ch10 {
 

@@ -2,13 +2,13 @@
 //
 // 1. The ring all-reduce, simulated on the CPU by your exercise (ring_allreduce.h):
 //    checked against a plain sum, and its traffic against the 2(N-1)/N formula.
-// 2. How GPT-2 124M's gradients are grouped into buckets (zero/dist/grad_buckets.h).
+// 2. How GPT-2 124M's gradients are grouped into buckets (zero/distributed/grad_buckets.h).
 // 3. With a GPU: all-reduce bandwidth through NCCL over a sweep of sizes, against the
 //    link the driver reports (one GPU: against a plain copy, since nothing moves).
 // 4. Tokens/s of GPT-2 124M training on 1 GPU, then on N, and the scaling efficiency.
 // Sections 3 and 4 on N GPUs start N copies of this program, one per GPU (ranks), with
 // the launcher of zero/train/distributed.h; rank 0 prints. Run: ch10_multi_gpu [--quick]
-// [--gpus N]. Read next: gpu.cpp, zero/dist/data_parallel.cpp, the chapter README.
+// [--gpus N]. Read next: gpu.cpp, zero/distributed/data_parallel.cpp, the chapter README.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +23,7 @@
 #include "zero/core/device.h"
 #include "zero/core/error.h"
 #include "zero/core/tensor_context.h"
-#include "zero/dist/grad_buckets.h"
+#include "zero/distributed/grad_buckets.h"
 #include "zero/nn/gpt.h"
 #include "zero/train/distributed.h"
 

@@ -8,7 +8,7 @@
 // whatever the scale of its gradient. AdamW's "W" is the weight decay applied to the
 // parameter directly (p -= lr * wd * p), not added to the gradient, where Adam's
 // normalisation would undo it (Loshchilov & Hutter, "Decoupled Weight Decay
-// Regularization", 2019). zero/kernels/cpu/adamw_cpu.cpp does the same per element.
+// Regularization", 2019). zero/kernels/cpu/optimizer_cpu.cpp does the same per element.
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Tests of the AdamW kernel (kernels/adamw.cpp, cpu/adamw_cpu.cpp): one and three
+// Tests of the AdamW kernel (kernels/optimizer.cpp, cpu/optimizer_cpu.cpp): one and three
 // steps against a scalar reference written here in double, with weight decay and
 // bias correction, and the argument checks.
 #include <gmock/gmock.h>

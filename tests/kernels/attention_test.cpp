@@ -9,7 +9,7 @@
 
 #include "tests/support/test_support.h"
 #include "zero/kernels/attention_dropout.h"
-#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override
+#include "zero/kernels/matmul_mode.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {

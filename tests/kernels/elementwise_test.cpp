@@ -54,6 +54,7 @@ TEST_P(ElementwiseTest, EveryUnaryOpMatchesTheStandardLibrary) {
       {UnaryOp::kTanh, [](double x) { return std::tanh(x); }, false},
       {UnaryOp::kRelu, [](double x) { return x > 0 ? x : 0.0; }, false},
       {UnaryOp::kGelu, gelu_reference, false},
+      {UnaryOp::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("unary op " + std::to_string(static_cast<int>(c.op)));
@@ -84,6 +85,7 @@ TEST_P(ElementwiseTest, UnaryBackwardMatchesFiniteDifferences) {
   check_gradients([](const std::vector<Tensor>& x) { return relu(x[0]); },
                   {away.SetRequiresGrad()});
   check_gradients([](const std::vector<Tensor>& x) { return gelu(x[0]); }, {any});
+  check_gradients([](const std::vector<Tensor>& x) { return silu(x[0]); }, {any});
   // Strided input: the backward reads x through its strides.
   check_gradients([](const std::vector<Tensor>& x) { return gelu(x[0].Transpose(0, 1)); }, {any});
   check_gradients([](const std::vector<Tensor>& x) { return log(x[0].Slice(1, 0, 4, 2)); }, {pos});

@@ -7,7 +7,8 @@
 #include <cmath>
 
 #include "tests/support/test_support.h"
-#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override, split_tf32_supported
+#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero {
 namespace {

@@ -1,5 +1,5 @@
 // Tests of optim::AdamW (zero/optim/adamw.cpp and, on a GPU, the multi-tensor kernel
-// in zero/optim/cuda/adamw_multi.cu): steps against hand-computed values and a double
+// in zero/kernels/cuda/optimizer.cu): steps against hand-computed values and a double
 // reference, weight decay only on matrices, skipped parameters, state save/load, errors.
 #include <gmock/gmock.h>
 

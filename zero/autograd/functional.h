@@ -70,6 +70,8 @@ Tensor tanh(const Tensor& x);
 Tensor relu(const Tensor& x);
 /// GeLU, tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
 Tensor gelu(const Tensor& x);
+/// SiLU (swish), x * sigmoid(x), element-wise.
+Tensor silu(const Tensor& x);
 /// @}
 
 /// @name Reductions

@@ -1,7 +1,7 @@
 /// @file
 /// A thread-local hook that `Backward()` calls as soon as a leaf's gradient is final.
 ///
-/// Data-parallel training (zero/dist/data_parallel.h) all-reduces gradients while the
+/// Data-parallel training (zero/distributed/data_parallel.h) all-reduces gradients while the
 /// backward pass is still running: the last layers' gradients are ready long before the
 /// first layers'. For that it must know the moment a parameter has received its *last*
 /// contribution in this pass. A weight used twice (GPT's tied token embedding, read by

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <map>
 
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace zero::profiler {
 

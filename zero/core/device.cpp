@@ -1,5 +1,5 @@
 // Device parsing and printing. The CUDA queries live in core/cuda/device_cuda.cu or,
-// in a CPU-only build, in no_cuda/device.cpp.
+// in a CPU-only build, in core/no_cuda/device.cpp.
 #include "zero/core/device.h"
 
 #include "zero/core/error.h"

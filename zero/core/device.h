@@ -60,5 +60,8 @@ bool cuda_built();
 int cuda_device_count();
 /// True when CUDA is built and at least one GPU is visible.
 inline bool cuda_available() { return cuda_device_count() > 0; }
+/// GPU `index`'s compute capability as major * 10 + minor (90 for an H100 or H200).
+/// @throws zero::Error in a build without CUDA or for an index with no GPU.
+int cuda_compute_capability(int index);
 
 }  // namespace zero

@@ -102,6 +102,4 @@ Tensor Tensor::Detach() const { return Tensor(meta(), node()); }
 
 const std::shared_ptr<autograd::TensorOp>& Tensor::grad_fn() const { return checked().grad_fn; }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.ToString(); }
-
 }  // namespace zero

@@ -1,6 +1,6 @@
 // CachingPool (the policy shared by the CPU and CUDA contexts), the CPU context,
 // and DefaultTensorContext. The CUDA context lives in core/cuda/device_cuda.cu behind
-// detail::cuda_tensor_context(); a CPU-only build's no_cuda/device.cpp defines it to throw.
+// detail::cuda_tensor_context(); a CPU-only build's core/no_cuda/device.cpp defines it to throw.
 #include "zero/core/tensor_context.h"
 
 #include <cstdlib>
@@ -11,7 +11,7 @@
 namespace zero {
 
 namespace detail {
-TensorContext& cuda_tensor_context(int index);  // core/cuda/device_cuda.cu or no_cuda/device.cpp
+TensorContext& cuda_tensor_context(int index);  // core/cuda/device_cuda.cu or core/no_cuda/device.cpp
 }
 
 // ---------------------------------------------------------------- CachingPool

@@ -23,14 +23,14 @@
 //      stages its batch on the spot. x and y are fresh tensors on every call, so a batch
 //      the caller still holds is never overwritten.
 // On the CPU none of this applies: `Next()` gathers straight into new CPU tensors.
-// The pinned buffers, events and copy_async are zero/cuda/stream.h's.
+// The pinned buffers, events and copy_async are zero/core/stream.h's.
 #include "zero/data/batch_sampler.h"
 
 #include <cstring>
 
 #include "zero/core/error.h"
 #include "zero/core/philox.h"
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace zero::data {
 

@@ -4,14 +4,18 @@
 // Shapes: q [B, H, Tq, D], k and v [B, H, Tk, D], out like q, lse [B, H, Tq]; all F32.
 // q, k, v, out and the gradients may be any views whose last dimension is contiguous
 // (the GPT passes column ranges of its packed [B, T, 3C] qkv); the CUDA kernels read
-// them in place, the CPU reference gets contiguous copies. lse is always contiguous.
+// them in place, the CPU reference works on contiguous copies. lse is always contiguous.
 // Dropout on the probabilities (Note [Attention dropout] in cpu/attention_cpu.cpp) is
 // a mask recomputed from Philox, never stored.
 #include "zero/kernels/checks.h"
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(attention_forward);
+ZERO_DEFINE_KERNEL(attention_backward);
+
 namespace {
 
 // The CUDA kernels keep a [64, D] tile of each operand in shared memory.
@@ -27,19 +31,6 @@ void check_rows(const char* op, const Tensor& t, const char* what, const Shape& 
   ZERO_CHECK(t.size(-1) == 1 || t.stride(-1) == 1, op, ": expected ", what,
              " with a contiguous last dimension (stride 1), got strides ",
              shape_to_string(t.strides()), "; call .Contiguous()");
-}
-
-// The CPU reference reads and writes row-major arrays. An input: `t` itself if
-// contiguous, else a contiguous copy. An output: `t` itself if contiguous, else a
-// contiguous buffer whose result the caller copies into `t`.
-Tensor contiguous_input(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = Tensor::Empty(t.sizes(), t.options());
-  copy(t, c);
-  return c;
-}
-Tensor contiguous_output(const Tensor& t) {
-  return t.is_contiguous() ? t : Tensor::Empty(t.sizes(), t.options());
 }
 
 // Checks q, k, v against each other; returns {B, H, Tq, Tk, D}.
@@ -80,14 +71,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   check_rows(op, out, "out", q.sizes());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   if (out.numel() == 0 && lse.numel() == 0) return;
-  if (q.device().is_cpu()) {
-    const Tensor out_c = contiguous_output(out);
-    attention_forward_cpu(contiguous_input(q), contiguous_input(k), contiguous_input(v), causal,
-                          dropout_p, seed, offset, out_c, lse);
-    if (!out.is_contiguous()) copy(out_c, out);
-  } else {
-    attention_forward_cuda(q, k, v, causal, dropout_p, seed, offset, out, lse);
-  }
+  attention_forward_kernel(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -104,19 +88,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_rows(op, grad_q, "grad_q", q.sizes());
   check_rows(op, grad_k, "grad_k", k.sizes());
   check_rows(op, grad_v, "grad_v", v.sizes());
-  if (q.device().is_cpu()) {
-    const Tensor dq = contiguous_output(grad_q), dk = contiguous_output(grad_k);
-    const Tensor dv = contiguous_output(grad_v);
-    attention_backward_cpu(contiguous_input(q), contiguous_input(k), contiguous_input(v),
-                           contiguous_input(out), lse, contiguous_input(grad_out), causal,
-                           dropout_p, seed, offset, dq, dk, dv);
-    if (!grad_q.is_contiguous()) copy(dq, grad_q);
-    if (!grad_k.is_contiguous()) copy(dk, grad_k);
-    if (!grad_v.is_contiguous()) copy(dv, grad_v);
-  } else {
-    attention_backward_cuda(q, k, v, out, lse, grad_out, causal, dropout_p, seed, offset, grad_q,
-                            grad_k, grad_v);
-  }
+  attention_backward_kernel(q.device(), q, k, v, out, lse, grad_out, causal, dropout_p, seed,
+                            offset, grad_q, grad_k, grad_v);
 }
 
 }  // namespace zero::ops

@@ -3,10 +3,13 @@
 // lse [N] F32, loss and grad_loss one-element F32. Targets are checked against
 // [0, V) by the kernels themselves: the values live on the tensor's device.
 #include "zero/kernels/checks.h"
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(cross_entropy_forward);
+ZERO_DEFINE_KERNEL(cross_entropy_backward);
 namespace {
 
 // Logits [N, V] and targets [N]; returns N.
@@ -28,11 +31,7 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& targets, int igno
   const int64_t n = check_logits_targets(op, logits, targets);
   check_scalar(op, loss, "loss");
   check_tensor(op, lse, "lse", DataType::F32, {n});
-  if (logits.device().is_cpu()) {
-    cross_entropy_forward_cpu(logits, targets, ignore_index, loss, lse);
-  } else {
-    cross_entropy_forward_cuda(logits, targets, ignore_index, loss, lse);
-  }
+  cross_entropy_forward_kernel(logits.device(), logits, targets, ignore_index, loss, lse);
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
@@ -44,11 +43,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
   check_tensor(op, lse, "lse", DataType::F32, {n});
   check_scalar(op, grad_loss, "grad_loss");
   check_tensor(op, grad_logits, "grad_logits", DataType::F32, logits.sizes());
-  if (logits.device().is_cpu()) {
-    cross_entropy_backward_cpu(logits, targets, lse, grad_loss, ignore_index, grad_logits);
-  } else {
-    cross_entropy_backward_cuda(logits, targets, lse, grad_loss, ignore_index, grad_logits);
-  }
+  cross_entropy_backward_kernel(logits.device(), logits, targets, lse, grad_loss, ignore_index, grad_logits);
 }
 
 }  // namespace zero::ops

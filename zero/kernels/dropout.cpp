@@ -1,10 +1,13 @@
 // Dispatch for dropout: check p, shapes, dtypes, devices and layouts, then call the
 // CPU or CUDA kernel. The mask is never stored: both directions recompute it from
 // (seed, offset) with Philox (core/philox.h), so it is the same on every device.
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(dropout_forward);
+ZERO_DEFINE_KERNEL(dropout_backward);
 namespace {
 
 void check_operand(const char* op, const Tensor& t, const char* name) {
@@ -29,21 +32,13 @@ void check_dropout(const char* op, float p, const Tensor& in, const char* in_nam
 
 void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y) {
   check_dropout("dropout", p, x, "x", y, "output");
-  if (x.device().is_cpu()) {
-    dropout_forward_cpu(x, p, seed, offset, y);
-  } else {
-    dropout_forward_cuda(x, p, seed, offset, y);
-  }
+  dropout_forward_kernel(x.device(), x, p, seed, offset, y);
 }
 
 void dropout_backward(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,
                       const Tensor& grad_x) {
   check_dropout("dropout backward", p, grad_y, "grad_y", grad_x, "grad_x");
-  if (grad_y.device().is_cpu()) {
-    dropout_backward_cpu(grad_y, p, seed, offset, grad_x);
-  } else {
-    dropout_backward_cuda(grad_y, p, seed, offset, grad_x);
-  }
+  dropout_backward_kernel(grad_y.device(), grad_y, p, seed, offset, grad_x);
 }
 
 }  // namespace zero::ops

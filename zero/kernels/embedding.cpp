@@ -1,10 +1,13 @@
 // Dispatch for the embedding lookup: check shapes, dtypes, devices and layouts, then
 // call the CPU or CUDA kernel. Ids are validated by the kernels, which read them
 // (the CPU one before writing anything); see cpu/embedding_cpu.cpp.
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(embedding_forward);
+ZERO_DEFINE_KERNEL(embedding_backward);
 namespace {
 
 // ids.sizes() + [C]: the shape of the gathered rows.
@@ -48,11 +51,7 @@ void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& ou
   check_table(op, weight, "weight");
   check_ids(op, ids);
   check_rows(op, out, "output", ids, weight.size(1));
-  if (out.device().is_cpu()) {
-    embedding_forward_cpu(weight, ids, out);
-  } else {
-    embedding_forward_cuda(weight, ids, out);
-  }
+  embedding_forward_kernel(out.device(), weight, ids, out);
 }
 
 void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
@@ -61,11 +60,7 @@ void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor&
   check_table(op, grad_weight, "grad_weight");
   check_ids(op, ids);
   check_rows(op, grad_out, "grad_out", ids, grad_weight.size(1));
-  if (grad_weight.device().is_cpu()) {
-    embedding_backward_cpu(grad_out, ids, grad_weight);
-  } else {
-    embedding_backward_cuda(grad_out, ids, grad_weight);
-  }
+  embedding_backward_kernel(grad_weight.device(), grad_out, ids, grad_weight);
 }
 
 }  // namespace zero::ops

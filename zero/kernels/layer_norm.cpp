@@ -1,10 +1,13 @@
 // Dispatch for LayerNorm over the last dimension: check shapes, dtypes, devices and
 // layouts, then call the CPU or CUDA kernel. x is read as N rows of C (C = last dim);
 // mean and rstd hold one value per row. The kernels are in cpu/layer_norm_cpu.cpp.
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(layer_norm_forward);
+ZERO_DEFINE_KERNEL(layer_norm_backward);
 namespace {
 
 void check_f32_contiguous(const char* op, const Tensor& t, const char* what) {
@@ -56,11 +59,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
   check_same_shape(op, y, "output", x);
   check_row_stats(op, mean, "mean", x);
   check_row_stats(op, rstd, "rstd", x);
-  if (x.device().is_cpu()) {
-    layer_norm_forward_cpu(x, weight, bias, eps, y, mean, rstd);
-  } else {
-    layer_norm_forward_cuda(x, weight, bias, eps, y, mean, rstd);
-  }
+  layer_norm_forward_kernel(x.device(), x, weight, bias, eps, y, mean, rstd);
 }
 
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
@@ -86,11 +85,7 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
   check_param(op, grad_bias, "grad_bias", x);
   check_row_stats(op, mean, "mean", x);
   check_row_stats(op, rstd, "rstd", x);
-  if (x.device().is_cpu()) {
-    layer_norm_backward_cpu(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
-  } else {
-    layer_norm_backward_cuda(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
-  }
+  layer_norm_backward_kernel(x.device(), grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
 }
 
 }  // namespace zero::ops

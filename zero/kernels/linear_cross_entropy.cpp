@@ -5,10 +5,14 @@
 // Shapes: logits [n, V] contiguous F32, targets [n] contiguous I32, lse [n] F32,
 // count, loss and grad_loss one-element F32.
 #include "zero/kernels/checks.h"
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(cross_entropy_count);
+ZERO_DEFINE_KERNEL(cross_entropy_chunk_forward);
+ZERO_DEFINE_KERNEL(cross_entropy_chunk_backward);
 namespace {
 
 // Logits [n, V], targets [n] and lse [n].
@@ -31,11 +35,7 @@ void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
              shape_to_string(targets.sizes()));
   check_tensor(op, targets, "targets", DataType::I32, targets.sizes());
   check_scalar(op, count, "count");
-  if (targets.device().is_cpu()) {
-    cross_entropy_count_cpu(targets, ignore_index, vocab, count);
-  } else {
-    cross_entropy_count_cuda(targets, ignore_index, vocab, count);
-  }
+  cross_entropy_count_kernel(targets.device(), targets, ignore_index, vocab, count);
 }
 
 void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
@@ -46,11 +46,7 @@ void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, in
   check_scalar(op, count, "count");
   check_scalar(op, loss, "loss");
   if (logits.size(0) == 0) return;
-  if (logits.device().is_cpu()) {
-    cross_entropy_chunk_forward_cpu(logits, targets, ignore_index, count, lse, loss);
-  } else {
-    cross_entropy_chunk_forward_cuda(logits, targets, ignore_index, count, lse, loss);
-  }
+  cross_entropy_chunk_forward_kernel(logits.device(), logits, targets, ignore_index, count, lse, loss);
 }
 
 void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
@@ -67,13 +63,8 @@ void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, c
                  {logits.size(1), logits.size(0)});
   }
   if (logits.numel() == 0) return;
-  if (logits.device().is_cpu()) {
-    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index,
+  cross_entropy_chunk_backward_kernel(logits.device(), logits, targets, lse, grad_loss, count, ignore_index,
                                      transposed);
-  } else {
-    cross_entropy_chunk_backward_cuda(logits, targets, lse, grad_loss, count, ignore_index,
-                                      transposed);
-  }
 }
 
 }  // namespace zero::ops

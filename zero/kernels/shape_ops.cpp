@@ -1,10 +1,13 @@
 // Dispatch for masked_fill and concat: the ops that rearrange or overwrite elements
 // rather than compute with them. Checks dtypes, devices and shapes, then calls the
 // CPU or CUDA version. The autograd ops are in autograd/ops/shape_ops.cpp.
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(masked_fill);
+ZERO_DEFINE_KERNEL(concat);
 namespace {
 
 // True when `from` broadcasts to exactly `to` (NumPy rules, `to` unchanged).
@@ -31,11 +34,7 @@ void masked_fill(const Tensor& x, const Tensor& mask, float value, const Tensor&
              shape_to_string(mask.sizes()));
   ZERO_CHECK(out.sizes() == x.sizes(), "masked_fill: expected output shape ",
              shape_to_string(x.sizes()), ", got ", shape_to_string(out.sizes()));
-  if (x.device().is_cpu()) {
-    masked_fill_cpu(x, mask, value, out);
-  } else {
-    masked_fill_cuda(x, mask, value, out);
-  }
+  masked_fill_kernel(x.device(), x, mask, value, out);
 }
 
 void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out) {
@@ -63,11 +62,7 @@ void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out) {
   ZERO_CHECK(out.sizes() == expected && out.dtype() == first.dtype(), "concat: expected an ",
              to_string(first.dtype()), " output of shape ", shape_to_string(expected), ", got ",
              to_string(out.dtype()), " ", shape_to_string(out.sizes()));
-  if (out.device().is_cpu()) {
-    concat_cpu(inputs, dim, out);
-  } else {
-    concat_cuda(inputs, dim, out);
-  }
+  concat_kernel(out.device(), inputs, dim, out);
 }
 
 }  // namespace zero::ops

@@ -2,10 +2,15 @@
 // backward. The kernels treat a contiguous tensor as rows of its last dimension,
 // so every operand must be contiguous F32 of one shape (the autograd ops in
 // autograd/ops/softmax_ops.cpp call Contiguous() first).
-#include "zero/kernels/cpu/cpu_ops.h"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(softmax_forward);
+ZERO_DEFINE_KERNEL(softmax_backward);
+ZERO_DEFINE_KERNEL(log_softmax_forward);
+ZERO_DEFINE_KERNEL(log_softmax_backward);
 namespace {
 
 // Every operand: contiguous F32 of `ref`'s shape, at least 1-d.
@@ -27,38 +32,22 @@ void check_rows(const char* op, const Tensor& ref, const std::vector<const Tenso
 
 void softmax_forward(const Tensor& x, const Tensor& y) {
   check_rows("softmax", x, {&x, &y});
-  if (x.device().is_cpu()) {
-    softmax_forward_cpu(x, y);
-  } else {
-    softmax_forward_cuda(x, y);
-  }
+  softmax_forward_kernel(x.device(), x, y);
 }
 
 void softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
   check_rows("softmax backward", y, {&y, &grad_y, &grad_x});
-  if (y.device().is_cpu()) {
-    softmax_backward_cpu(y, grad_y, grad_x);
-  } else {
-    softmax_backward_cuda(y, grad_y, grad_x);
-  }
+  softmax_backward_kernel(y.device(), y, grad_y, grad_x);
 }
 
 void log_softmax_forward(const Tensor& x, const Tensor& y) {
   check_rows("log_softmax", x, {&x, &y});
-  if (x.device().is_cpu()) {
-    log_softmax_forward_cpu(x, y);
-  } else {
-    log_softmax_forward_cuda(x, y);
-  }
+  log_softmax_forward_kernel(x.device(), x, y);
 }
 
 void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
   check_rows("log_softmax backward", y, {&y, &grad_y, &grad_x});
-  if (y.device().is_cpu()) {
-    log_softmax_backward_cpu(y, grad_y, grad_x);
-  } else {
-    log_softmax_backward_cuda(y, grad_y, grad_x);
-  }
+  log_softmax_backward_kernel(y.device(), y, grad_y, grad_x);
 }
 
 }  // namespace zero::ops

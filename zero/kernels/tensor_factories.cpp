@@ -161,4 +161,6 @@ std::string Tensor::ToString(int64_t max_values) const {
   return os.str();
 }
 
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.ToString(); }
+
 }  // namespace zero

@@ -17,8 +17,9 @@ namespace zero::ops {
 
 /// Element-wise binary operations.
 enum class BinaryOp { kAdd, kSub, kMul, kDiv };
-/// Element-wise unary operations. `kGelu` is the tanh approximation used by GPT-2.
-enum class UnaryOp { kNeg, kExp, kLog, kSqrt, kTanh, kRelu, kGelu };
+/// Element-wise unary operations. `kGelu` is the tanh approximation used by GPT-2;
+/// `kSilu` is x * sigmoid(x) (also called swish).
+enum class UnaryOp { kNeg, kExp, kLog, kSqrt, kTanh, kRelu, kGelu, kSilu };
 
 /// Throws, naming both devices, unless every defined tensor is on the same device.
 void check_same_device(const char* op, const std::vector<const Tensor*>& tensors);
@@ -60,6 +61,10 @@ void rand_normal(const Tensor& out, uint64_t seed, uint64_t offset);
 /// Copies `src` into `dst` element by element: same shape and dtype, any layouts,
 /// any devices (a host↔device copy synchronises).
 void copy(const Tensor& src, const Tensor& dst);
+/// `t` itself if it is contiguous, else a contiguous copy on its device. Unlike
+/// `Tensor::Contiguous` (autograd/, the layer above) it records no history, so kernels
+/// use it for operands whose layout they cannot read.
+Tensor contiguous(const Tensor& t);
 /// @}
 
 /// @name Reductions
@@ -167,6 +172,9 @@ void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 /// @}
 
 /// @name Optimiser
+/// Multi-tensor kernels: one call, and on CUDA one launch per few dozen tensors, for all
+/// of a model's parameters (Note [Multi-tensor launches] in cuda/optimizer.cu).
+/// Every tensor is contiguous F32, and all are on one device.
 /// @{
 
 /// Hyper-parameters of one AdamW step.
@@ -178,9 +186,24 @@ struct AdamWParams {
   float weight_decay = 0.0f;  ///< Decoupled decay, applied as `p -= lr * wd * p`.
   int64_t step = 1;           ///< 1-based step number, for bias correction.
 };
-/// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`.
+/// One parameter of an AdamW step: four tensors of one shape.
+struct AdamWTensor {
+  Tensor param;       ///< Updated in place.
+  Tensor grad;        ///< Read.
+  Tensor exp_avg;     ///< First moment, updated in place.
+  Tensor exp_avg_sq;  ///< Second moment, updated in place.
+  bool decay = true;  ///< Whether `weight_decay` applies to this parameter.
+};
+/// One AdamW step in place on every entry (`hp.weight_decay` only where `decay`).
+void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp);
+/// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`: `adamw` on one entry.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                   const AdamWParams& hp);
+/// The sum of the squares of every element of every tensor, as a one-element F32 tensor
+/// on their device (0 for an empty list). Deterministic: a fixed order of partial sums.
+Tensor sum_of_squares(const std::vector<Tensor>& tensors);
+/// Multiplies every element of every tensor by `factor`, in place.
+void scale(const std::vector<Tensor>& tensors, float factor);
 /// @}
 
 /// @name Fused ops: Linear, attention, chunked cross-entropy

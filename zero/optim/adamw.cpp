@@ -7,7 +7,6 @@
 
 #include "zero/autograd/grad_mode.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/optim/cuda/multi_tensor.h"
 
 namespace zero::optim {
 
@@ -58,7 +57,8 @@ void AdamW::Step() {
   hp.beta2 = options_.beta2;
   hp.eps = options_.eps;
   hp.step = step_;
-  std::vector<detail::AdamWTensor> on_gpu;
+  hp.weight_decay = options_.weight_decay;
+  std::vector<ops::AdamWTensor> tensors;
   for (Slot& s : slots_) {
     if (!s.param.Grad().defined()) continue;
     if (s.exp_avg.device() != s.param.device()) {  // the model moved after we were built
@@ -66,21 +66,15 @@ void AdamW::Step() {
       s.exp_avg_sq = s.exp_avg_sq.To(s.param.device());
     }
     const Tensor grad = contiguous_grad(s.param);
+    ZERO_CHECK(tensors.empty() || tensors.front().param.device() == s.param.device(),
+               "AdamW: parameters on two devices (", tensors.front().param.device(), " and ",
+               s.param.device(), "); expected one device");
+    ZERO_CHECK(grad.sizes() == s.param.sizes() && grad.device() == s.param.device(),
+               "AdamW: gradient of \"", s.name, "\" does not match its parameter");
     s.param.node()->BumpVersion();  // an in-place write (Note [Version counter])
-    if (s.param.device().is_cpu()) {
-      hp.weight_decay = s.decay ? options_.weight_decay : 0.0f;
-      ops::adamw_update(s.param, grad, s.exp_avg, s.exp_avg_sq, hp);
-    } else {
-      ZERO_CHECK(on_gpu.empty() || on_gpu.front().param.device() == s.param.device(),
-                 "AdamW: parameters on two GPUs (", on_gpu.front().param.device(), " and ",
-                 s.param.device(), "); expected one device");
-      ZERO_CHECK(grad.sizes() == s.param.sizes() && grad.device() == s.param.device(),
-                 "AdamW: gradient of \"", s.name, "\" does not match its parameter");
-      on_gpu.push_back({s.param, grad, s.exp_avg, s.exp_avg_sq, s.decay});
-    }
+    tensors.push_back({s.param, grad, s.exp_avg, s.exp_avg_sq, s.decay});
   }
-  hp.weight_decay = options_.weight_decay;
-  if (!on_gpu.empty()) detail::adamw_multi_cuda(on_gpu, hp);  // CPU-only builds throw here
+  ops::adamw(tensors, hp);  // on CUDA, one multi-tensor launch per few dozen parameters
 }
 
 void AdamW::ZeroGrad() {

@@ -2,9 +2,9 @@
 /// `AdamW`: Adam with decoupled weight decay, the optimiser GPTs are trained with.
 ///
 /// The optimiser keeps two moments per parameter (`exp_avg`, `exp_avg_sq`, PyTorch's
-/// names) and updates every parameter that has a gradient in `Step()`: on the CPU one
-/// `ops::adamw_update` per tensor, on CUDA one multi-tensor kernel for all of them
-/// (optim/cuda/adamw_multi.cu). The arithmetic per element is ops::adamw_update's.
+/// names) and updates every parameter that has a gradient in `Step()` with one call of
+/// the multi-tensor kernel `ops::adamw` (kernels/optimizer.cpp): on CUDA, one launch for
+/// dozens of tensors.
 /// Read next: optim/grad_clip.h, optim/lr_schedule.h.
 #pragma once
 

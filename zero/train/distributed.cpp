@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "zero/core/error.h"
-#include "zero/dist/data_parallel.h"
+#include "zero/distributed/data_parallel.h"
 
 namespace fs = std::filesystem;
 

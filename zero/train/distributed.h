@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "zero/dist/communicator.h"
+#include "zero/distributed/communicator.h"
 #include "zero/train/trainer.h"
 
 namespace zero::train {

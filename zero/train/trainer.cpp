@@ -10,7 +10,7 @@
 
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/profiler.h"
-#include "zero/dist/data_parallel.h"
+#include "zero/distributed/data_parallel.h"
 #include "zero/optim/grad_clip.h"
 #include "zero/optim/lr_schedule.h"
 #include "zero/train/budget.h"

@@ -18,7 +18,7 @@
 
 #include "zero/autograd/profiler.h"
 #include "zero/data/batch_sampler.h"
-#include "zero/dist/grad_buckets.h"
+#include "zero/distributed/grad_buckets.h"
 #include "zero/nn/gpt.h"
 #include "zero/optim/adamw.h"
 #include "zero/train/checkpoint.h"

@@ -9,7 +9,7 @@
 #include "async_timing.h"
 #include "exercise_test.h"
 #include "zero/core/device.h"
-#include "zero/cuda/stream.h"
+#include "zero/core/stream.h"
 
 namespace zero::ex08 {
 namespace {

@@ -132,5 +132,6 @@ Tensor sqrt(const Tensor& x) { return RunOp<autograd::OpUnary>({x}, UnaryOp::kSq
 Tensor tanh(const Tensor& x) { return RunOp<autograd::OpUnary>({x}, UnaryOp::kTanh); }
 Tensor relu(const Tensor& x) { return RunOp<autograd::OpUnary>({x}, UnaryOp::kRelu); }
 Tensor gelu(const Tensor& x) { return RunOp<autograd::OpUnary>({x}, UnaryOp::kGelu); }
+Tensor silu(const Tensor& x) { return RunOp<autograd::OpUnary>({x}, UnaryOp::kSilu); }
 
 }  // namespace zero

@@ -32,6 +32,13 @@ int cuda_device_count() {
   return count;
 }
 
+int cuda_compute_capability(int index) {
+  int major = 0, minor = 0;
+  ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index));
+  ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index));
+  return major * 10 + minor;
+}
+
 namespace detail {
 int64_t cuda_total_memory(int index) {
   cudaDeviceProp prop;

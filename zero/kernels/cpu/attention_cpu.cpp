@@ -39,8 +39,9 @@
 #include <vector>
 
 #include "zero/kernels/attention_dropout.h"
-#include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cpu/parallel.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -61,9 +62,8 @@ int64_t visible_keys(bool causal, int64_t i, int64_t tq, int64_t tk) {
 }
 
 
-}  // namespace
-
-void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+// The row-by-row reference on contiguous q, k, v, out.
+void attention_forward_rows(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                            const Tensor& lse) {
   const int64_t bh_count = q.size(0) * q.size(1), tq = q.size(2), tk = k.size(2), D = q.size(3);
@@ -114,7 +114,7 @@ void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bo
   }
 }
 
-void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+void attention_backward_rows(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                             const Tensor& lse, const Tensor& grad_out, bool causal,
                             float dropout_p, uint64_t seed, uint64_t offset, const Tensor& grad_q,
                             const Tensor& grad_k, const Tensor& grad_v) {
@@ -167,5 +167,38 @@ void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, c
     }
   }
 }
+
+// An output the row loops can write: `t` itself if contiguous, else a contiguous
+// buffer whose result is then copied into `t`.
+Tensor contiguous_output(const Tensor& t) {
+  return t.is_contiguous() ? t : Tensor::Empty(t.sizes(), t.options());
+}
+
+void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                           float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                           const Tensor& lse) {
+  const Tensor out_c = contiguous_output(out);
+  attention_forward_rows(contiguous(q), contiguous(k), contiguous(v), causal, dropout_p, seed,
+                         offset, out_c, lse);
+  if (!out.is_contiguous()) copy(out_c, out);
+}
+
+void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
+                            uint64_t seed, uint64_t offset, const Tensor& grad_q,
+                            const Tensor& grad_k, const Tensor& grad_v) {
+  const Tensor dq = contiguous_output(grad_q), dk = contiguous_output(grad_k);
+  const Tensor dv = contiguous_output(grad_v);
+  attention_backward_rows(contiguous(q), contiguous(k), contiguous(v), contiguous(out), lse,
+                          contiguous(grad_out), causal, dropout_p, seed, offset, dq, dk, dv);
+  if (!grad_q.is_contiguous()) copy(dq, grad_q);
+  if (!grad_k.is_contiguous()) copy(dk, grad_k);
+  if (!grad_v.is_contiguous()) copy(dv, grad_v);
+}
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(attention_forward, kCpu, attention_forward_cpu);
+ZERO_REGISTER_KERNEL(attention_backward, kCpu, attention_backward_cpu);
 
 }  // namespace zero::ops

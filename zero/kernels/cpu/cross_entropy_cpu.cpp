@@ -5,10 +5,12 @@
 // softmax_cpu.cpp) and saved, so the backward needs only exp(logits - lse) for the
 // softmax: d loss / d logits[i] = (softmax(logits[i]) - onehot(t)) / count.
 // Rows whose target is ignore_index contribute nothing and count for nothing.
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/cross_entropy_rows.h"
 
 namespace zero::ops {
+namespace {
 
 void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
                                const Tensor& loss, const Tensor& lse) {
@@ -34,5 +36,10 @@ void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, con
   const float scale = count > 0 ? *grad_loss.data_ptr<float>() / static_cast<float>(count) : 0.0f;
   cpu_ce::backward_rows(px, pt, plse, n, v, ignore_index, scale, pg);
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(cross_entropy_forward, kCpu, cross_entropy_forward_cpu);
+ZERO_REGISTER_KERNEL(cross_entropy_backward, kCpu, cross_entropy_backward_cpu);
 
 }  // namespace zero::ops

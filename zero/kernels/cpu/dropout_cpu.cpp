@@ -2,7 +2,8 @@
 // scaled by 1/(1-p), so the expected value of every element is unchanged. The forward
 // and the backward apply the same mask to different tensors, so both are one loop.
 #include "zero/core/philox.h"
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
@@ -20,7 +21,6 @@ void apply_mask(const Tensor& in, float p, uint64_t seed, uint64_t offset, const
   }
 }
 
-}  // namespace
 
 void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset,
                          const Tensor& y) {
@@ -31,5 +31,10 @@ void dropout_backward_cpu(const Tensor& grad_y, float p, uint64_t seed, uint64_t
                           const Tensor& grad_x) {
   apply_mask(grad_y, p, seed, offset, grad_x);
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(dropout_forward, kCpu, dropout_forward_cpu);
+ZERO_REGISTER_KERNEL(dropout_backward, kCpu, dropout_backward_cpu);
 
 }  // namespace zero::ops

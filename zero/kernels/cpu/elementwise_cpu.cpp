@@ -1,70 +1,74 @@
 // CPU element-wise kernels: binary (with broadcasting), binary with a scalar,
 // unary, and unary backward. Each has a contiguous fast path the compiler can
 // vectorise, and a general path that maps the output's row-major index to each
-// operand's offset with DimsArg (stride 0 on broadcast dimensions).
+// operand's offset with DimsArg (stride 0 on broadcast dimensions). The loops are
+// templated on the element type T and compute in float (dtype_dispatch.h).
 #include <cmath>
 
-#include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dims_arg.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
 
 // ---------------------------------------------------------------- loops
 
-template <typename F>
+template <typename T, typename F>
 void binary_loop(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const int64_t n = out.numel();
-  const float* pa = a.data_ptr<float>();
-  const float* pb = b.data_ptr<float>();
-  float* po = out.data_ptr<float>();
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* po = out.data_ptr<T>();
   if (dense_as(a, out.sizes()) && dense_as(b, out.sizes()) && out.is_contiguous()) {
 #pragma omp parallel for simd if (n > kCheapLoopGrain)  // f is one arithmetic operation
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    for (int64_t i = 0; i < n; ++i) po[i] = T(f(float(pa[i]), float(pb[i])));
     return;
   }
   const DimsArg da = DimsArg::Broadcast(a.meta(), out.sizes());
   const DimsArg db = DimsArg::Broadcast(b.meta(), out.sizes());
   const DimsArg dout = DimsArg::Of(out.meta());
 #pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) po[dout.Offset(i)] = f(pa[da.Offset(i)], pb[db.Offset(i)]);
+  for (int64_t i = 0; i < n; ++i) po[dout.Offset(i)] = T(f(float(pa[da.Offset(i)]), float(pb[db.Offset(i)])));
 }
 
-template <typename F>
+template <typename T, typename F>
 void unary_loop(const Tensor& x, const Tensor& out, F f) {
   const int64_t n = out.numel();
-  const float* px = x.data_ptr<float>();
-  float* po = out.data_ptr<float>();
+  const T* px = x.data_ptr<T>();
+  T* po = out.data_ptr<T>();
   if (x.is_contiguous() && out.is_contiguous()) {
 #pragma omp parallel for simd if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+    for (int64_t i = 0; i < n; ++i) po[i] = T(f(float(px[i])));
     return;
   }
   const DimsArg dx = DimsArg::Of(x.meta());
   const DimsArg dout = DimsArg::Of(out.meta());
 #pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) po[dout.Offset(i)] = f(px[dx.Offset(i)]);
+  for (int64_t i = 0; i < n; ++i) po[dout.Offset(i)] = T(f(float(px[dx.Offset(i)])));
 }
 
 // Three inputs of one shape -> one output: the unary backward.
-template <typename F>
+template <typename T, typename F>
 void ternary_loop(const Tensor& x, const Tensor& y, const Tensor& g, const Tensor& out, F f) {
   const int64_t n = out.numel();
-  const float* px = x.data_ptr<float>();
-  const float* py = y.data_ptr<float>();
-  const float* pg = g.data_ptr<float>();
-  float* po = out.data_ptr<float>();
+  const T* px = x.data_ptr<T>();
+  const T* py = y.data_ptr<T>();
+  const T* pg = g.data_ptr<T>();
+  T* po = out.data_ptr<T>();
   if (x.is_contiguous() && y.is_contiguous() && g.is_contiguous() && out.is_contiguous()) {
 #pragma omp parallel for simd if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i], py[i], pg[i]);
+    for (int64_t i = 0; i < n; ++i) po[i] = T(f(float(px[i]), float(py[i]), float(pg[i])));
     return;
   }
   const DimsArg dx = DimsArg::Of(x.meta()), dy = DimsArg::Of(y.meta());
   const DimsArg dg = DimsArg::Of(g.meta()), dout = DimsArg::Of(out.meta());
 #pragma omp parallel for if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    po[dout.Offset(i)] = f(px[dx.Offset(i)], py[dy.Offset(i)], pg[dg.Offset(i)]);
+    po[dout.Offset(i)] =
+        T(f(float(px[dx.Offset(i)]), float(py[dy.Offset(i)]), float(pg[dg.Offset(i)])));
   }
 }
 
@@ -84,48 +88,60 @@ inline float gelu_grad(float x) {
          0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * x * x);
 }
 
-}  // namespace
+// SiLU (swish): x * sigmoid(x); its derivative is s (1 + x (1 - s)) with s = sigmoid(x).
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float silu(float x) { return x * sigmoid(x); }
+inline float silu_grad(float x) {
+  const float s = sigmoid(x);
+  return s * (1.0f + x * (1.0f - s));
+}
+
 
 // ---------------------------------------------------------------- entry points
 
-void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+template <typename T>
+void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   switch (op) {
-    case BinaryOp::kAdd: return binary_loop(a, b, out, [](float x, float y) { return x + y; });
-    case BinaryOp::kSub: return binary_loop(a, b, out, [](float x, float y) { return x - y; });
-    case BinaryOp::kMul: return binary_loop(a, b, out, [](float x, float y) { return x * y; });
-    case BinaryOp::kDiv: return binary_loop(a, b, out, [](float x, float y) { return x / y; });
+    case BinaryOp::kAdd: return binary_loop<T>(a, b, out, [](float x, float y) { return x + y; });
+    case BinaryOp::kSub: return binary_loop<T>(a, b, out, [](float x, float y) { return x - y; });
+    case BinaryOp::kMul: return binary_loop<T>(a, b, out, [](float x, float y) { return x * y; });
+    case BinaryOp::kDiv: return binary_loop<T>(a, b, out, [](float x, float y) { return x / y; });
   }
 }
 
-void binary_scalar_cpu(BinaryOp op, const Tensor& a, float s, const Tensor& out,
-                       bool scalar_first) {
+template <typename T>
+void binary_scalar_typed(BinaryOp op, const Tensor& a, float s, const Tensor& out,
+                         bool scalar_first) {
   switch (op) {
-    case BinaryOp::kAdd: return unary_loop(a, out, [s](float x) { return x + s; });
-    case BinaryOp::kMul: return unary_loop(a, out, [s](float x) { return x * s; });
+    case BinaryOp::kAdd: return unary_loop<T>(a, out, [s](float x) { return x + s; });
+    case BinaryOp::kMul: return unary_loop<T>(a, out, [s](float x) { return x * s; });
     case BinaryOp::kSub:
-      if (scalar_first) return unary_loop(a, out, [s](float x) { return s - x; });
-      return unary_loop(a, out, [s](float x) { return x - s; });
+      if (scalar_first) return unary_loop<T>(a, out, [s](float x) { return s - x; });
+      return unary_loop<T>(a, out, [s](float x) { return x - s; });
     case BinaryOp::kDiv:
-      if (scalar_first) return unary_loop(a, out, [s](float x) { return s / x; });
-      return unary_loop(a, out, [s](float x) { return x / s; });
+      if (scalar_first) return unary_loop<T>(a, out, [s](float x) { return s / x; });
+      return unary_loop<T>(a, out, [s](float x) { return x / s; });
   }
 }
 
-void unary_cpu(UnaryOp op, const Tensor& x, const Tensor& out) {
+template <typename T>
+void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out) {
   switch (op) {
-    case UnaryOp::kNeg: return unary_loop(x, out, [](float v) { return -v; });
-    case UnaryOp::kExp: return unary_loop(x, out, [](float v) { return std::exp(v); });
-    case UnaryOp::kLog: return unary_loop(x, out, [](float v) { return std::log(v); });
-    case UnaryOp::kSqrt: return unary_loop(x, out, [](float v) { return std::sqrt(v); });
-    case UnaryOp::kTanh: return unary_loop(x, out, [](float v) { return std::tanh(v); });
-    case UnaryOp::kRelu: return unary_loop(x, out, [](float v) { return v > 0.0f ? v : 0.0f; });
-    case UnaryOp::kGelu: return unary_loop(x, out, [](float v) { return gelu(v); });
+    case UnaryOp::kNeg: return unary_loop<T>(x, out, [](float v) { return -v; });
+    case UnaryOp::kExp: return unary_loop<T>(x, out, [](float v) { return std::exp(v); });
+    case UnaryOp::kLog: return unary_loop<T>(x, out, [](float v) { return std::log(v); });
+    case UnaryOp::kSqrt: return unary_loop<T>(x, out, [](float v) { return std::sqrt(v); });
+    case UnaryOp::kTanh: return unary_loop<T>(x, out, [](float v) { return std::tanh(v); });
+    case UnaryOp::kRelu: return unary_loop<T>(x, out, [](float v) { return v > 0.0f ? v : 0.0f; });
+    case UnaryOp::kGelu: return unary_loop<T>(x, out, [](float v) { return gelu(v); });
+    case UnaryOp::kSilu: return unary_loop<T>(x, out, [](float v) { return silu(v); });
   }
 }
 
-void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
-                        const Tensor& grad_x) {
-  auto run = [&](auto f) { ternary_loop(x, y, grad_y, grad_x, f); };
+template <typename T>
+void unary_backward_typed(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                          const Tensor& grad_x) {
+  auto run = [&](auto f) { ternary_loop<T>(x, y, grad_y, grad_x, f); };
   switch (op) {
     case UnaryOp::kNeg: return run([](float, float, float g) { return -g; });
     case UnaryOp::kExp: return run([](float, float yv, float g) { return g * yv; });
@@ -134,7 +150,41 @@ void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& y, const Tens
     case UnaryOp::kTanh: return run([](float, float yv, float g) { return g * (1.0f - yv * yv); });
     case UnaryOp::kRelu: return run([](float xv, float, float g) { return xv > 0.0f ? g : 0.0f; });
     case UnaryOp::kGelu: return run([](float xv, float, float g) { return g * gelu_grad(xv); });
+    case UnaryOp::kSilu: return run([](float xv, float, float g) { return g * silu_grad(xv); });
   }
 }
+
+void binary_cpu(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_dtype<FloatTypes>(out.dtype(), "binary", [&](auto tag) {
+    binary_typed<typename decltype(tag)::type>(op, a, b, out);
+  });
+}
+
+void binary_scalar_cpu(BinaryOp op, const Tensor& a, float s, const Tensor& out,
+                       bool scalar_first) {
+  dispatch_dtype<FloatTypes>(out.dtype(), "binary_scalar", [&](auto tag) {
+    binary_scalar_typed<typename decltype(tag)::type>(op, a, s, out, scalar_first);
+  });
+}
+
+void unary_cpu(UnaryOp op, const Tensor& x, const Tensor& out) {
+  dispatch_dtype<FloatTypes>(out.dtype(), "unary", [&](auto tag) {
+    unary_typed<typename decltype(tag)::type>(op, x, out);
+  });
+}
+
+void unary_backward_cpu(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                        const Tensor& grad_x) {
+  dispatch_dtype<FloatTypes>(x.dtype(), "unary_backward", [&](auto tag) {
+    unary_backward_typed<typename decltype(tag)::type>(op, x, y, grad_y, grad_x);
+  });
+}
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(binary, kCpu, binary_cpu);
+ZERO_REGISTER_KERNEL(binary_scalar, kCpu, binary_scalar_cpu);
+ZERO_REGISTER_KERNEL(unary, kCpu, unary_cpu);
+ZERO_REGISTER_KERNEL(unary_backward, kCpu, unary_backward_cpu);
 
 }  // namespace zero::ops

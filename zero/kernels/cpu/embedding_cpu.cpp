@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
@@ -39,7 +40,6 @@ std::vector<int32_t> read_ids(const Tensor& ids, int64_t vocab) {
   return out;
 }
 
-}  // namespace
 
 void embedding_forward_cpu(const Tensor& weight, const Tensor& ids, const Tensor& out) {
   const int64_t vocab = weight.size(0), c = weight.size(1);
@@ -86,5 +86,10 @@ void embedding_backward_cpu(const Tensor& grad_out, const Tensor& ids, const Ten
     }
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(embedding_forward, kCpu, embedding_forward_cpu);
+ZERO_REGISTER_KERNEL(embedding_backward, kCpu, embedding_backward_cpu);
 
 }  // namespace zero::ops

@@ -2,15 +2,18 @@
 #include <cstring>
 
 #include "zero/core/philox.h"
-#include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cpu/parallel.h"
+#include "zero/kernels/dims_arg.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
 
 template <typename T>
 void fill_typed(const Tensor& out, T value) {
-  T* p = static_cast<T*>(out.data());
+  T* p = out.data_ptr<T>();
   const int64_t n = out.numel();
   if (out.is_contiguous()) {
 #pragma omp parallel for simd if (n > kCheapLoopGrain)
@@ -22,25 +25,19 @@ void fill_typed(const Tensor& out, T value) {
   for (int64_t i = 0; i < n; ++i) p[d.Offset(i)] = value;
 }
 
-}  // namespace
-
 void fill_cpu(const Tensor& out, float value) {
-  if (out.dtype() == DataType::F32) {
-    fill_typed<float>(out, value);
-  } else {
-    fill_typed<int32_t>(out, static_cast<int32_t>(value));
-  }
+  dispatch_dtype<AllTypes>(out.dtype(), "fill", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_typed<T>(out, static_cast<T>(value));
+  });
 }
 
 void arange_cpu(const Tensor& out, double start, double step) {
-  const int64_t n = out.numel();
-  if (out.dtype() == DataType::F32) {
-    float* p = out.data_ptr<float>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(start + step * i);
-  } else {
-    int32_t* p = out.data_ptr<int32_t>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(start + step * i);
-  }
+  dispatch_dtype<AllTypes>(out.dtype(), "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data_ptr<T>();
+    for (int64_t i = 0, n = out.numel(); i < n; ++i) p[i] = static_cast<T>(start + step * i);
+  });
 }
 
 void rand_uniform_cpu(const Tensor& out, uint64_t seed, uint64_t offset) {
@@ -57,21 +54,33 @@ void rand_normal_cpu(const Tensor& out, uint64_t seed, uint64_t offset) {
   for (int64_t i = 0; i < n; ++i) p[i] = philox_normal(seed, offset + i);
 }
 
-void copy_cpu(const Tensor& src, const Tensor& dst) {
+template <typename T>
+void copy_typed(const Tensor& src, const Tensor& dst) {
   const int64_t n = src.numel();
-  if (n == 0) return;
-  const char* s = static_cast<const char*>(src.data());
-  char* d = static_cast<char*>(dst.data());
+  const T* ps = src.data_ptr<T>();
+  T* pd = dst.data_ptr<T>();
   if (src.is_contiguous() && dst.is_contiguous()) {
-    std::memmove(d, s, n * dtype_size(src.dtype()));
+    std::memmove(pd, ps, n * sizeof(T));  // memmove: a copy onto itself is allowed
     return;
   }
-  // 4-byte elements of either dtype: copy as raw 32-bit words.
   const DimsArg ds = DimsArg::Of(src.meta()), dd = DimsArg::Of(dst.meta());
-  const uint32_t* ps = reinterpret_cast<const uint32_t*>(s);
-  uint32_t* pd = reinterpret_cast<uint32_t*>(d);
 #pragma omp parallel for if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) pd[dd.Offset(i)] = ps[ds.Offset(i)];
 }
+
+void copy_cpu(const Tensor& src, const Tensor& dst) {
+  if (src.numel() == 0) return;
+  dispatch_dtype<AllTypes>(src.dtype(), "copy", [&](auto tag) {
+    copy_typed<typename decltype(tag)::type>(src, dst);
+  });
+}
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(fill, kCpu, fill_cpu);
+ZERO_REGISTER_KERNEL(arange, kCpu, arange_cpu);
+ZERO_REGISTER_KERNEL(rand_uniform, kCpu, rand_uniform_cpu);
+ZERO_REGISTER_KERNEL(rand_normal, kCpu, rand_normal_cpu);
+ZERO_REGISTER_KERNEL(copy, kCpu, copy_cpu);
 
 }  // namespace zero::ops

@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
@@ -15,7 +16,6 @@ namespace {
 // Columns of grad_weight / grad_bias one thread owns at a time.
 constexpr int64_t kColumnBlock = 64;
 
-}  // namespace
 
 void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             const Tensor& y, const Tensor& mean, const Tensor& rstd) {
@@ -108,5 +108,10 @@ void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor
     }
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(layer_norm_forward, kCpu, layer_norm_forward_cpu);
+ZERO_REGISTER_KERNEL(layer_norm_backward, kCpu, layer_norm_backward_cpu);
 
 }  // namespace zero::ops

@@ -5,10 +5,12 @@
 // differs: every chunk divides by the count of the whole batch, not its own.
 #include <algorithm>
 
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/cross_entropy_rows.h"
 
 namespace zero::ops {
+namespace {
 
 void cross_entropy_count_cpu(const Tensor& targets, int ignore_index, int64_t vocab,
                              const Tensor& count) {
@@ -50,5 +52,11 @@ void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& target
     for (int64_t j = 0; j < v; ++j) pt_out[j * n + i] = px[i * v + j];
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(cross_entropy_count, kCpu, cross_entropy_count_cpu);
+ZERO_REGISTER_KERNEL(cross_entropy_chunk_forward, kCpu, cross_entropy_chunk_forward_cpu);
+ZERO_REGISTER_KERNEL(cross_entropy_chunk_backward, kCpu, cross_entropy_chunk_backward_cpu);
 
 }  // namespace zero::ops

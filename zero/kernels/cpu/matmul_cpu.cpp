@@ -1,5 +1,6 @@
 // CPU batched matrix multiplication: out[..., M, N] = a[..., M, K] @ b[..., K, N]
-// as one gemm_cpu call per batch matrix (gemm_cpu.cpp does the real work).
+// as one gemm_cpu call per batch matrix (gemm_cpu.cpp does the real work), and the
+// fused Linear's CPU kernels, which are compositions of it.
 //
 // Transposed views cost nothing: a matrix whose columns are adjacent in memory
 // (column stride 1) is row-major with leading dimension = its row stride; one whose
@@ -8,9 +9,10 @@
 // with neither unit stride is copied. Batch dimensions broadcast through DimsArg.
 #include <omp.h>
 
-#include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cpu/gemm_cpu.h"
 #include "zero/kernels/dims_arg.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -42,10 +44,8 @@ GemmOperand gemm_operand(const Tensor& t, const Shape& out_batch) {
     op.trans = true;
     op.ld = t.stride(-1);
   } else {
-    // E.g. a slice with a step: no BLAS layout fits, so copy. (With the copy kernel:
-    // Tensor::Contiguous belongs to the autograd layer above this one.)
-    op.storage = Tensor::Empty(t.sizes(), t.options());
-    copy_cpu(t, op.storage);
+    // E.g. a slice with a step: no BLAS layout fits, so copy.
+    op.storage = contiguous(t);
     op.trans = false;
     op.ld = cols;
   }
@@ -56,8 +56,6 @@ GemmOperand gemm_operand(const Tensor& t, const Shape& out_batch) {
   op.batch = DimsArg::Broadcast(batch_meta, out_batch);
   return op;
 }
-
-}  // namespace
 
 void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   const Shape out_batch(out.sizes().begin(), out.sizes().end() - 2);
@@ -75,5 +73,32 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
              gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
   }
 }
+
+// `t` (2-d) viewed transposed, and `t` (contiguous) viewed with new sizes: the kernels
+// layer's own views, as Tensor::Transpose and View record history in the layer above.
+Tensor transposed(const Tensor& t) { return Tensor(meta_transpose(t.meta(), 0, 1), t.node()); }
+Tensor reshaped(const Tensor& t, const Shape& sizes) {
+  return Tensor(meta_view(t.meta(), sizes), t.node());
+}
+
+// The fused Linear on the CPU is a composition of the kernels it fuses on the GPU: a GEMM
+// against the transposed weight, a broadcast bias add, a column sum for the bias gradient.
+void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Tensor& out) {
+  matmul(x, transposed(weight), out);                          // (N, out)
+  if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+}
+
+void linear_backward_params_cpu(const Tensor& grad_out, const Tensor& x,
+                                const Tensor& grad_weight, const Tensor& grad_bias) {
+  if (grad_weight.defined()) matmul(transposed(grad_out), x, grad_weight);  // (out, in)
+  if (grad_bias.defined()) sum(grad_out, 0, reshaped(grad_bias, {1, grad_out.size(1)}));
+}
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(matmul, kCpu, matmul_cpu);
+ZERO_REGISTER_KERNEL(linear_forward, kCpu, linear_forward_cpu);
+ZERO_REGISTER_KERNEL(linear_backward_params, kCpu, linear_backward_params_cpu);
 
 }  // namespace zero::ops

@@ -1,9 +1,11 @@
 // CPU masked_fill (the mask broadcast through stride-0 dimensions) and concat
 // (each input copied into its slice of the output, any layouts).
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
+namespace {
 
 void masked_fill_cpu(const Tensor& x, const Tensor& mask, float value, const Tensor& out) {
   const int64_t n = out.numel();
@@ -30,9 +32,14 @@ void concat_cpu(const std::vector<Tensor>& inputs, int dim, const Tensor& out) {
   for (const Tensor& t : inputs) {
     const int64_t len = t.size(dim);
     const TensorMeta slot = meta_slice(out.meta(), dim, start, start + len, 1);
-    copy_cpu(t, Tensor(slot, out.node()));
+    copy(t, Tensor(slot, out.node()));
     start += len;
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(masked_fill, kCpu, masked_fill_cpu);
+ZERO_REGISTER_KERNEL(concat, kCpu, concat_cpu);
 
 }  // namespace zero::ops

@@ -10,7 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "zero/kernels/cpu/cpu_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
@@ -39,7 +40,6 @@ RowStats row_stats(const float* x, int64_t cols) {
   return {m, std::log(s)};
 }
 
-}  // namespace
 
 void softmax_forward_cpu(const Tensor& x, const Tensor& y) {
   const float* px = x.data_ptr<float>();
@@ -95,5 +95,12 @@ void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, const Tenso
     for (int64_t j = 0; j < cols; ++j) px[off + j] = pg[off + j] - std::exp(py[off + j]) * sum_g;
   });
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(softmax_forward, kCpu, softmax_forward_cpu);
+ZERO_REGISTER_KERNEL(softmax_backward, kCpu, softmax_backward_cpu);
+ZERO_REGISTER_KERNEL(log_softmax_forward, kCpu, log_softmax_forward_cpu);
+ZERO_REGISTER_KERNEL(log_softmax_backward, kCpu, log_softmax_backward_cpu);
 
 }  // namespace zero::ops

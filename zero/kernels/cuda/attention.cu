@@ -6,7 +6,8 @@
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -185,7 +186,6 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace
 
 void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                             float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
@@ -197,5 +197,9 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
     forward<decltype(width)::value, decltype(exact)::value>(q, k, v, causal, drop, out, lse);
   });
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(attention_forward, kCuda, attention_forward_cuda);
 
 }  // namespace zero::ops

@@ -8,7 +8,8 @@
 
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/block_reduce.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -247,7 +248,6 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace
 
 void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                              const Tensor& lse, const Tensor& grad_out, bool causal,
@@ -261,5 +261,9 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
                                                             drop, grad_q, grad_k, grad_v);
   });
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(attention_backward, kCuda, attention_backward_cuda);
 
 }  // namespace zero::ops

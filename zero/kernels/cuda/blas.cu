@@ -15,48 +15,22 @@
 // ieee -> exact FP32 on the FP32 units (cuBLAS's SGEMM) for every size; 1 or fp16 ->
 // operands converted to FP16 for FP16 Tensor Cores, FP32 accumulation and output
 // (Note [FP16 Tensor Cores with FP32 in and out], blas_fp16.cu); tf32 -> TF32 Tensor
-// Cores. It is read once per process; set_matmul_mode_override (cuda_ops.h) replaces
-// it for benchmarks.
+// Cores. matmul_mode.h reads it (once per process) and holds the override benchmarks set.
 #include <cublas_v2.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/dims_arg.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
-
-// The modes MX_FAST_MATMUL names. Exact FP32 comes in two ways: kSplit (split TF32 for
-// large GEMMs, the default) and kIeee (SGEMM always).
-enum class Mode { kSplit, kIeee, kTf32, kFp16 };
-
-Mode parse_mode(const char* mode) {
-  if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) return Mode::kSplit;
-  if (!std::strcmp(mode, "ieee")) return Mode::kIeee;
-  if (!std::strcmp(mode, "tf32")) return Mode::kTf32;
-  if (!std::strcmp(mode, "1") || !std::strcmp(mode, "fp16")) return Mode::kFp16;
-  ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, ieee, 1, fp16 or tf32, got \"", mode, "\"");
-  return Mode::kSplit;
-}
-
-// -1: no override; otherwise a Mode set by set_matmul_mode_override.
-std::atomic<int> mode_override{-1};
-
-// The environment is read once per process; the override (for benchmarks that compare
-// modes in one run, chapter 07) wins while it is set.
-Mode current_mode() {
-  static const Mode from_env = parse_mode(std::getenv("MX_FAST_MATMUL"));
-  const int forced = mode_override.load(std::memory_order_relaxed);
-  return forced < 0 ? from_env : static_cast<Mode>(forced);
-}
 
 struct BlasHandle {
   cublasHandle_t handle = nullptr;
@@ -94,16 +68,16 @@ cublasHandle_t blas_handle(int device) {
 void* blas_workspace(int device) { return blas_state(device).workspace.data(); }
 
 cublasComputeType_t compute_type() {
-  switch (current_mode()) {
-    case Mode::kTf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case Mode::kFp16: return CUBLAS_COMPUTE_32F_FAST_16F;
+  switch (matmul_mode()) {
+    case MatmulMode::kTf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case MatmulMode::kFp16: return CUBLAS_COMPUTE_32F_FAST_16F;
     default: return CUBLAS_COMPUTE_32F;
   }
 }
 
-bool split_tf32_mode() { return current_mode() == Mode::kSplit; }
+bool split_tf32_mode() { return matmul_mode() == MatmulMode::kSplit; }
 
-bool fp16_mode() { return current_mode() == Mode::kFp16; }
+bool fp16_mode() { return matmul_mode() == MatmulMode::kFp16; }
 
 }  // namespace cuda
 
@@ -195,23 +169,18 @@ void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const Matri
   }
 }
 
-}  // namespace
 
-void set_matmul_mode_override(const char* mode) {
-  mode_override.store(mode == nullptr ? -1 : static_cast<int>(parse_mode(mode)),
-                      std::memory_order_relaxed);
-}
 
 void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
   cuda::set_device(out);
   MatrixLayout la, lb;
-  const Tensor a = matrix_layout(a_in, la) ? a_in : a_in.Contiguous();
-  const Tensor b = matrix_layout(b_in, lb) ? b_in : b_in.Contiguous();
+  const Tensor a = matrix_layout(a_in, la) ? a_in : contiguous(a_in);
+  const Tensor b = matrix_layout(b_in, lb) ? b_in : contiguous(b_in);
   matrix_layout(a, la);
   matrix_layout(b, lb);
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   if (out.numel() == 0) return;
-  if (K == 0) return accumulate ? void() : fill_cuda(out, 0.0f);
+  if (K == 0) return accumulate ? void() : fill(out, 0.0f);
   const float beta = accumulate ? 1.0f : 0.0f;
 
   // Batch dimensions: out's leading dims; a and b broadcast to them.
@@ -239,5 +208,9 @@ void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool
          pc + i * M * N, 1, beta);
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(matmul, kCuda, matmul_cuda);
 
 }  // namespace zero::ops

@@ -23,7 +23,7 @@ cublasHandle_t blas_handle(int device);
 void* blas_workspace(int device);
 // MX_FAST_MATMUL: unset, 0 or ieee -> exact FP32 (CUBLAS_COMPUTE_32F); 1 or fp16 ->
 // CUBLAS_COMPUTE_32F_FAST_16F; tf32 -> TF32 Tensor Cores. Read once;
-// set_matmul_mode_override (cuda_ops.h) replaces it while set. In fp16 mode no GEMM
+// set_matmul_mode_override (matmul_mode.h) replaces it while set. In fp16 mode no GEMM
 // passes this compute type to cuBLAS (see fp16_mode); it only names the mode.
 cublasComputeType_t compute_type();
 // True for MX_FAST_MATMUL=1 or fp16: GEMMs convert their operands with to_half and run

@@ -18,7 +18,8 @@
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 
 namespace zero::ops {
@@ -195,13 +196,6 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
                       D, epilogue, bias);
 }
 
-// A 2-d tensor viewed transposed / a contiguous tensor viewed with new sizes, without
-// Tensor's autograd-recording views (they live in the layer above).
-Tensor transposed(const Tensor& t) { return Tensor(meta_transpose(t.meta(), 0, 1), t.node()); }
-Tensor reshaped(const Tensor& t, const Shape& sizes) {
-  return Tensor(meta_view(t.meta(), sizes), t.node());
-}
-
 }  // namespace
 
 bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
@@ -216,6 +210,8 @@ bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, in
                       beta);
 }
 
+namespace {
+
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& out) {
   cuda::set_device(out);
@@ -228,8 +224,8 @@ void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bi
                 CUBLASLT_EPILOGUE_BIAS, bias.data_ptr<float>())) {
     return;
   }
-  matmul_cuda(x, transposed(weight), out);                            // (N, out)
-  if (bias.defined()) binary_cuda(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+  matmul(x, transposed(weight), out);                            // (N, out)
+  if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
 }
 
 void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
@@ -246,11 +242,16 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
                 grad_out.data_ptr<float>(), grad_weight.data_ptr<float>(),
                 fuse_bias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT,
                 fuse_bias ? grad_bias.data_ptr<float>() : nullptr)) {
-    if (grad_bias.defined() && !fuse_bias) sum_cuda(grad_out, 0, reshaped(grad_bias, {1, n_out}));
+    if (grad_bias.defined() && !fuse_bias) sum(grad_out, 0, reshaped(grad_bias, {1, n_out}));
     return;
   }
-  if (grad_weight.defined()) matmul_cuda(transposed(grad_out), x, grad_weight);  // (out, in)
-  if (grad_bias.defined()) sum_cuda(grad_out, 0, reshaped(grad_bias, {1, n_out}));  // (1, out)
+  if (grad_weight.defined()) matmul(transposed(grad_out), x, grad_weight);  // (out, in)
+  if (grad_bias.defined()) sum(grad_out, 0, reshaped(grad_bias, {1, n_out}));  // (1, out)
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(linear_forward, kCuda, linear_forward_cuda);
+ZERO_REGISTER_KERNEL(linear_backward_params, kCuda, linear_backward_params_cuda);
 
 }  // namespace zero::ops

@@ -6,7 +6,8 @@
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cross_entropy.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -62,13 +63,12 @@ __global__ void cross_entropy_backward_kernel(const float* logits, const int32_t
   }
 }
 
-}  // namespace
 
 void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index,
                                 const Tensor& loss, const Tensor& lse) {
   const int64_t N = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
-  if (N == 0) return fill_cuda(loss, 0.0f);
+  if (N == 0) return fill(loss, 0.0f);
   Tensor row_loss = Tensor::Empty({N}, logits.options());
   cross_entropy_rows_kernel<<<static_cast<unsigned>(N), kRowThreads, 0, cuda::current_stream()>>>(
       logits.data_ptr<float>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
@@ -96,5 +96,10 @@ void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& targets, co
       grad_logits.data_ptr<float>(), V);
   ZERO_CUDA_LAUNCH_CHECK();
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(cross_entropy_forward, kCuda, cross_entropy_forward_cuda);
+ZERO_REGISTER_KERNEL(cross_entropy_backward, kCuda, cross_entropy_backward_cuda);
 
 }  // namespace zero::ops

@@ -30,7 +30,7 @@ inline unsigned int grid_for(int64_t n, int per_thread = 1) {
 
 // The stream Zero's kernels run on: the legacy default stream, so every kernel is
 // ordered after the one before it and the caching allocator may reuse a block at once.
-// Side streams are the caller's (zero/cuda/stream.h, chapter 08), with the rule of
+// Side streams are the caller's (zero/core/stream.h, chapter 08), with the rule of
 // Note [Tensors used on another stream] there.
 inline cudaStream_t current_stream() { return 0; }
 
@@ -47,8 +47,5 @@ inline bool vec4_ok(const Tensor& t) {
 // the driver once and remembered (cuda_common.cu).
 int device_attribute(int device, cudaDeviceAttr attr);
 
-// `t` itself if contiguous, else a contiguous copy on its own device. Kernels use
-// this rather than Tensor::Contiguous, which records autograd (the layer above).
-Tensor contiguous(const Tensor& t);
 
 }  // namespace zero::ops::cuda

@@ -3,7 +3,8 @@
 // the same seed gives the same result on both devices. The backward regenerates the mask.
 #include "zero/core/philox.h"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -37,7 +38,6 @@ __global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uin
   }
 }
 
-}  // namespace
 
 void dropout_forward_cuda(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y) {
   const int64_t n = x.numel();
@@ -53,5 +53,10 @@ void dropout_backward_cuda(const Tensor& grad_y, float p, uint64_t seed, uint64_
                            const Tensor& grad_x) {
   dropout_forward_cuda(grad_y, p, seed, offset, grad_x);
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(dropout_forward, kCuda, dropout_forward_cuda);
+ZERO_REGISTER_KERNEL(dropout_backward, kCuda, dropout_backward_cuda);
 
 }  // namespace zero::ops

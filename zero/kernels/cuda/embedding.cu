@@ -3,7 +3,8 @@
 // and the last bits of the sum, can vary between runs). An id outside the table
 // gives a NaN row instead of an error: see Note [Bad indices on the GPU].
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -29,13 +30,12 @@ __global__ void embedding_backward_kernel(const float* g, const int32_t* ids, fl
   if (id >= 0 && id < V) atomicAdd(&gw[id * C + i % C], g[i]);
 }
 
-}  // namespace
 
 void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tensor& out) {
   const int64_t n = ids.numel(), C = weight.size(1), V = weight.size(0);
   if (n == 0) return;
   cuda::set_device(out);
-  const Tensor ids_c = cuda::contiguous(ids);
+  const Tensor ids_c = contiguous(ids);
   embedding_forward_kernel<<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
       weight.data_ptr<float>(), ids_c.data_ptr<int32_t>(), out.data_ptr<float>(), n, C, V);
   ZERO_CUDA_LAUNCH_CHECK();
@@ -44,13 +44,18 @@ void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tenso
 void embedding_backward_cuda(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
   const int64_t n = ids.numel(), C = grad_weight.size(1), V = grad_weight.size(0);
   cuda::set_device(grad_weight);
-  fill_cuda(grad_weight, 0.0f);
+  fill(grad_weight, 0.0f);
   if (n == 0) return;
-  const Tensor ids_c = cuda::contiguous(ids);
-  const Tensor g = cuda::contiguous(grad_out);
+  const Tensor ids_c = contiguous(ids);
+  const Tensor g = contiguous(grad_out);
   embedding_backward_kernel<<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
       g.data_ptr<float>(), ids_c.data_ptr<int32_t>(), grad_weight.data_ptr<float>(), n, C, V);
   ZERO_CUDA_LAUNCH_CHECK();
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(embedding_forward, kCuda, embedding_forward_cuda);
+ZERO_REGISTER_KERNEL(embedding_backward, kCuda, embedding_backward_cuda);
 
 }  // namespace zero::ops

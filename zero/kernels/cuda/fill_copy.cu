@@ -3,10 +3,11 @@
 // synchronisation points of a program; a non-contiguous side is first gathered
 // into a contiguous temporary on its own device.
 #include "zero/core/philox.h"
-#include "zero/kernels/cpu/cpu_ops.h"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
 #include "zero/kernels/dims_arg.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -14,20 +15,16 @@ namespace {
 using cuda::grid_for;
 using cuda::kBlock;
 
-// Both dtypes are 4 bytes wide, so fill and copy move raw 32-bit words.
-__global__ void fill_kernel(uint32_t* out, DimsArg d, int64_t n, uint32_t bits) {
+template <typename T>
+__global__ void fill_kernel(T* out, DimsArg d, int64_t n, T value) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[d.Offset(i)] = bits;
+  if (i < n) out[d.Offset(i)] = value;
 }
 
-__global__ void arange_f32_kernel(float* out, int64_t n, double start, double step) {
+template <typename T>
+__global__ void arange_kernel(T* out, int64_t n, double start, double step) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = static_cast<float>(start + step * i);
-}
-
-__global__ void arange_i32_kernel(int32_t* out, int64_t n, double start, double step) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = static_cast<int32_t>(start + step * i);
+  if (i < n) out[i] = static_cast<T>(start + step * i);
 }
 
 __global__ void uniform_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset) {
@@ -40,8 +37,8 @@ __global__ void normal_kernel(float* out, int64_t n, uint64_t seed, uint64_t off
   if (i < n) out[i] = philox_normal(seed, offset + i);
 }
 
-__global__ void strided_copy_kernel(const uint32_t* src, DimsArg ds, uint32_t* dst, DimsArg dd,
-                                    int64_t n) {
+template <typename T>
+__global__ void strided_copy_kernel(const T* src, DimsArg ds, T* dst, DimsArg dd, int64_t n) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) dst[dd.Offset(i)] = src[ds.Offset(i)];
 }
@@ -55,28 +52,24 @@ void copy_on_device(const Tensor& src, const Tensor& dst) {
                                     cudaMemcpyDeviceToDevice, cuda::current_stream()));
     return;
   }
-  strided_copy_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
-      static_cast<const uint32_t*>(src.data()), DimsArg::Of(src.meta()),
-      static_cast<uint32_t*>(dst.data()), DimsArg::Of(dst.meta()), n);
+  dispatch_dtype<AllTypes>(src.dtype(), "copy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    strided_copy_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
+        src.data_ptr<T>(), DimsArg::Of(src.meta()), dst.data_ptr<T>(), DimsArg::Of(dst.meta()),
+        n);
+  });
   ZERO_CUDA_LAUNCH_CHECK();
 }
-
-
-}  // namespace
 
 void fill_cuda(const Tensor& out, float value) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
-  uint32_t bits;
-  if (out.dtype() == DataType::F32) {
-    memcpy(&bits, &value, 4);
-  } else {
-    const int32_t v = static_cast<int32_t>(value);
-    memcpy(&bits, &v, 4);
-  }
-  fill_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
-      static_cast<uint32_t*>(out.data()), DimsArg::Of(out.meta()), n, bits);
+  dispatch_dtype<AllTypes>(out.dtype(), "fill", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
+        out.data_ptr<T>(), DimsArg::Of(out.meta()), n, static_cast<T>(value));
+  });
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -84,11 +77,11 @@ void arange_cuda(const Tensor& out, double start, double step) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
-  if (out.dtype() == DataType::F32) {
-    arange_f32_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<float>(), n, start, step);
-  } else {
-    arange_i32_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<int32_t>(), n, start, step);
-  }
+  dispatch_dtype<AllTypes>(out.dtype(), "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    arange_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<T>(), n, start,
+                                                                      step);
+  });
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -117,7 +110,7 @@ void copy_cuda(const Tensor& src, const Tensor& dst) {
 
   // Across devices: gather the source contiguously on its side, move the bytes,
   // then scatter into the destination's layout on its side.
-  const Tensor s = cuda::contiguous(src);
+  const Tensor s = contiguous(src);
   const Tensor d = dst.is_contiguous() ? dst : Tensor::Empty(dst.sizes(), dst.options());
   if (from.is_cpu()) {
     cuda::set_device(d);
@@ -128,27 +121,15 @@ void copy_cuda(const Tensor& src, const Tensor& dst) {
   } else {
     ZERO_CUDA_CHECK(cudaMemcpyPeer(d.data(), to.index(), s.data(), from.index(), bytes));
   }
-  if (!d.SharesStorage(dst)) {
-    if (to.is_cpu()) {
-      copy_cpu(d, dst);
-    } else {
-      copy_on_device(d, dst);
-    }
-  }
+  if (!d.SharesStorage(dst)) copy(d, dst);  // scatter on the destination's device
 }
 
-namespace cuda {
+}  // namespace
 
-Tensor contiguous(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = Tensor::Empty(t.sizes(), t.options());
-  if (t.device().is_cpu()) {
-    copy_cpu(t, c);
-  } else {
-    copy_on_device(t, c);
-  }
-  return c;
-}
+ZERO_REGISTER_KERNEL(fill, kCuda, fill_cuda);
+ZERO_REGISTER_KERNEL(arange, kCuda, arange_cuda);
+ZERO_REGISTER_KERNEL(rand_uniform, kCuda, rand_uniform_cuda);
+ZERO_REGISTER_KERNEL(rand_normal, kCuda, rand_normal_cuda);
+ZERO_REGISTER_KERNEL(copy, kCuda, copy_cuda);
 
-}  // namespace cuda
 }  // namespace zero::ops

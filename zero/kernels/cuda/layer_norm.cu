@@ -14,7 +14,8 @@
 
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -142,7 +143,6 @@ __global__ void layer_norm_grad_wb_kernel(const float* g, const float* x, const 
   partial[(blockIdx.y * 2 + 1) * C + c] = gb;
 }
 
-}  // namespace
 
 void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                              const Tensor& y, const Tensor& mean, const Tensor& rstd) {
@@ -162,8 +162,8 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
   const int64_t C = x.size(-1), N = x.numel() / C;
   cuda::set_device(x);
   if (N == 0) {
-    fill_cuda(grad_weight, 0.0f);
-    fill_cuda(grad_bias, 0.0f);
+    fill(grad_weight, 0.0f);
+    fill(grad_bias, 0.0f);
     return;
   }
   Tensor partial;  // (chunks, 2, C) column sums of row chunks
@@ -209,9 +209,14 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
     ZERO_CUDA_LAUNCH_CHECK();
   }
   Tensor totals = Tensor::Empty({1, 2, C}, x.options());
-  sum_cuda(partial, 0, totals);
-  copy_cuda(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()), grad_weight);
-  copy_cuda(Tensor(meta_view(meta_slice(totals.meta(), 1, 1, 2, 1), {C}), totals.node()), grad_bias);
+  sum(partial, 0, totals);
+  copy(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()), grad_weight);
+  copy(Tensor(meta_view(meta_slice(totals.meta(), 1, 1, 2, 1), {C}), totals.node()), grad_bias);
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(layer_norm_forward, kCuda, layer_norm_forward_cuda);
+ZERO_REGISTER_KERNEL(layer_norm_backward, kCuda, layer_norm_backward_cuda);
 
 }  // namespace zero::ops

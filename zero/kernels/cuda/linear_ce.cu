@@ -7,7 +7,8 @@
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cross_entropy.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -85,7 +86,6 @@ __global__ void chunk_backward_transposed_kernel(float* logits, float* transpose
   }
 }
 
-}  // namespace
 
 void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /*vocab*/,
                               const Tensor& count) {
@@ -136,5 +136,11 @@ void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targe
       grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
   ZERO_CUDA_LAUNCH_CHECK();
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(cross_entropy_count, kCuda, cross_entropy_count_cuda);
+ZERO_REGISTER_KERNEL(cross_entropy_chunk_forward, kCuda, cross_entropy_chunk_forward_cuda);
+ZERO_REGISTER_KERNEL(cross_entropy_chunk_backward, kCuda, cross_entropy_chunk_backward_cuda);
 
 }  // namespace zero::ops

@@ -1,7 +1,8 @@
 // CUDA masked fill (the mask broadcast through DimsArg) and concatenation, which
 // is one strided copy per input into its slice of the output.
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/dims_arg.h"
 
 namespace zero::ops {
@@ -16,7 +17,6 @@ __global__ void masked_fill_kernel(const float* x, DimsArg dx, const int32_t* ma
   if (i < n) out[i] = mask[dm.Offset(i)] != 0 ? value : x[dx.Offset(i)];
 }
 
-}  // namespace
 
 void masked_fill_cuda(const Tensor& x, const Tensor& mask, float value, const Tensor& out) {
   const int64_t n = out.numel();
@@ -35,9 +35,14 @@ void concat_cuda(const std::vector<Tensor>& inputs, int dim, const Tensor& out) 
   int64_t start = 0;
   for (const Tensor& t : inputs) {
     const int64_t len = t.size(dim);
-    copy_cuda(t, Tensor(meta_slice(out.meta(), dim, start, start + len, 1), out.node()));
+    copy(t, Tensor(meta_slice(out.meta(), dim, start, start + len, 1), out.node()));
     start += len;
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(masked_fill, kCuda, masked_fill_cuda);
+ZERO_REGISTER_KERNEL(concat, kCuda, concat_cuda);
 
 }  // namespace zero::ops

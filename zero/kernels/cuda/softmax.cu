@@ -10,7 +10,8 @@
 // general kernel, which re-reads the row (from L2 for rows of a few KB).
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -115,7 +116,6 @@ void launch_backward(const Tensor& y, const Tensor& g, const Tensor& gx) {
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-}  // namespace
 
 void softmax_forward_cuda(const Tensor& x, const Tensor& y) { launch_forward<false>(x, y); }
 void log_softmax_forward_cuda(const Tensor& x, const Tensor& y) { launch_forward<true>(x, y); }
@@ -125,5 +125,12 @@ void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& 
 void log_softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
   launch_backward<true>(y, grad_y, grad_x);
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(softmax_forward, kCuda, softmax_forward_cuda);
+ZERO_REGISTER_KERNEL(log_softmax_forward, kCuda, log_softmax_forward_cuda);
+ZERO_REGISTER_KERNEL(softmax_backward, kCuda, softmax_backward_cuda);
+ZERO_REGISTER_KERNEL(log_softmax_backward, kCuda, log_softmax_backward_cuda);
 
 }  // namespace zero::ops

@@ -3,7 +3,8 @@
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/cuda/cuda_ops.h"
+#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/cuda/tf32.cuh"
 
@@ -109,8 +110,5 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
 
 }  // namespace cuda
 
-bool split_tf32_supported(int device) {
-  return cuda::device_attribute(device, cudaDevAttrComputeCapabilityMajor) >= 8;
-}
 
 }  // namespace zero::ops

@@ -1,0 +1,71 @@
+// CPU kernels of the optimiser, one tensor after another (the CPU has no launches to
+// save). AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization"),
+// element by element and in place, following PyTorch's torch.optim.AdamW:
+//   p -= lr * wd * p                         (decay, decoupled from the gradient)
+//   m  = beta1 * m + (1 - beta1) * g         (first moment)
+//   v  = beta2 * v + (1 - beta2) * g^2       (second moment)
+//   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps),  bc_k = 1 - beta_k^step
+// The bias corrections bc1, bc2 undo the zero start of m and v in early steps.
+#include <cmath>
+
+#include "zero/kernels/cpu/parallel.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero::ops {
+namespace {
+
+void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay) {
+  const int64_t n = e.param.numel();
+  float* pp = e.param.data_ptr<float>();
+  const float* pg = e.grad.data_ptr<float>();
+  float* pm = e.exp_avg.data_ptr<float>();
+  float* pv = e.exp_avg_sq.data_ptr<float>();
+  // Per-step constants, computed once in double: beta^step underflows gracefully there.
+  const double step = static_cast<double>(hp.step);
+  const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), step));
+  const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta2), step));
+  const float decay = 1.0f - hp.lr * weight_decay;
+  const float step_size = hp.lr / bc1;
+  const float inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
+  const float b1 = hp.beta1, b2 = hp.beta2, eps = hp.eps;
+#pragma omp parallel for simd if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = pg[i];
+    const float mi = b1 * pm[i] + (1.0f - b1) * g;
+    const float vi = b2 * pv[i] + (1.0f - b2) * g * g;
+    pm[i] = mi;
+    pv[i] = vi;
+    pp[i] = pp[i] * decay - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
+  }
+}
+
+void adamw_cpu(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
+  for (const AdamWTensor& e : tensors) adamw_one(e, hp, e.decay ? hp.weight_decay : 0.0f);
+}
+
+// Accumulated in double, per tensor and across them: the CPU is the reference.
+Tensor sum_of_squares_cpu(const std::vector<Tensor>& tensors) {
+  double total = 0.0;
+  for (const Tensor& t : tensors) {
+    const float* p = t.data_ptr<float>();
+    const int64_t n = t.numel();
+    double acc = 0.0;
+#pragma omp parallel for reduction(+ : acc) if (n > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]) * p[i];
+    total += acc;
+  }
+  return Tensor::From({static_cast<float>(total)}, {1});
+}
+
+void scale_cpu(const std::vector<Tensor>& tensors, float factor) {
+  for (const Tensor& t : tensors) binary_scalar(BinaryOp::kMul, t, factor, t);
+}
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(adamw, kCpu, adamw_cpu);
+ZERO_REGISTER_KERNEL(sum_of_squares, kCpu, sum_of_squares_cpu);
+ZERO_REGISTER_KERNEL(scale, kCpu, scale_cpu);
+
+}  // namespace zero::ops

@@ -1,0 +1,215 @@
+// Multi-tensor CUDA kernels for the optimiser: the AdamW step, the sum of squares for
+// the gradient norm, and the in-place scaling that clips gradients. A GPT has ~80
+// parameter tensors, many of them small (biases, LayerNorm vectors); one launch each
+// would cost more in launch overhead than in arithmetic. These kernels cover many
+// tensors per launch. They are the CUDA side of the optimiser kernels of tensor_ops.h.
+#include <cmath>
+#include <cstdint>
+
+#include "zero/kernels/cuda/block_reduce.cuh"
+#include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero::ops {
+namespace {
+
+using cuda::kBlock;
+
+// Note [Multi-tensor launches]
+// The kernels see a table of up to kMaxTensors tensors, passed *by value as a kernel
+// argument*: it travels with the launch in the kernel's parameter space (constant
+// memory), so there is no cudaMalloc, no host->device copy and nothing to keep alive
+// or to race with the next step's table. (The gradients are new buffers after every
+// backward, so a device-side table would have to be rebuilt and copied each step anyway.)
+// Each tensor is cut into chunks of kChunk elements and each chunk is one block;
+// `first_block[i]` is the first block of tensor i, so a block finds its tensor with a
+// binary search over that prefix sum and its chunk by subtraction. Kernel arguments are
+// limited to 4 KiB, which bounds kMaxTensors; a longer list (the reference GPT has 76
+// tensors, GPT-2 small 148) is covered by a few launches of the same kernel, each
+// over the next kMaxTensors tensors. This is the design of PyTorch's multi_tensor_apply
+// and of apex's fused optimisers.
+constexpr int kMaxTensors = 64;
+constexpr int kChunk = 4 * kBlock;  // elements per block: four per thread
+
+struct TensorTable {
+  float* param[kMaxTensors];
+  float* grad[kMaxTensors];
+  float* exp_avg[kMaxTensors];
+  float* exp_avg_sq[kMaxTensors];
+  int64_t numel[kMaxTensors];
+  float decay[kMaxTensors];             // 1 - lr * wd, or 1 without decay
+  int32_t first_block[kMaxTensors + 1];  // prefix sums of the chunk counts
+  int count;
+};
+
+// The per-step constants of AdamW, the same values the CPU kernel computes.
+struct AdamWScalars {
+  float beta1, beta2, eps, step_size, inv_sqrt_bc2;
+};
+
+static_assert(sizeof(TensorTable) + sizeof(AdamWScalars) + 2 * sizeof(void*) <= 4096,
+              "kernel arguments must fit in 4 KiB");
+
+// The tensor and element range [begin, end) block `blockIdx.x` covers.
+__device__ inline void locate(const TensorTable& table, int& tensor, int64_t& begin,
+                              int64_t& end) {
+  const int32_t block = static_cast<int32_t>(blockIdx.x);
+  int lo = 0, hi = table.count - 1;  // last tensor whose first block is <= block
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table.first_block[mid] <= block) lo = mid; else hi = mid - 1;
+  }
+  tensor = lo;
+  begin = static_cast<int64_t>(block - table.first_block[lo]) * kChunk;
+  end = min(begin + kChunk, table.numel[lo]);
+}
+
+// ---------------------------------------------------------------- kernels
+
+__global__ void adamw_multi_kernel(TensorTable table, AdamWScalars s) {
+  int t;
+  int64_t begin, end;
+  locate(table, t, begin, end);
+  float* p = table.param[t];
+  const float* g = table.grad[t];
+  float* m = table.exp_avg[t];
+  float* v = table.exp_avg_sq[t];
+  const float decay = table.decay[t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float gi = g[i];
+    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
+    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * decay - s.step_size * mi / (sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
+  }
+}
+
+// One partial sum of squares per block, written to partials[block_offset + blockIdx.x].
+__global__ void sum_of_squares_kernel(TensorTable table, float* partials, int64_t block_offset) {
+  __shared__ float shared[32];
+  int t;
+  int64_t begin, end;
+  locate(table, t, begin, end);
+  const float* g = table.grad[t];
+  float acc = 0.0f;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) acc += g[i] * g[i];
+  acc = cuda::block_sum(acc, shared);
+  if (threadIdx.x == 0) partials[block_offset + blockIdx.x] = acc;
+}
+
+// One block sums the partials in a fixed order, so the norm is the same on every run.
+__global__ void sum_partials_kernel(const float* partials, int64_t n, float* out) {
+  __shared__ float shared[32];
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += partials[i];
+  acc = cuda::block_sum(acc, shared);
+  if (threadIdx.x == 0) out[0] = acc;
+}
+
+__global__ void scale_multi_kernel(TensorTable table, float factor) {
+  int t;
+  int64_t begin, end;
+  locate(table, t, begin, end);
+  float* g = table.grad[t];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) g[i] *= factor;
+}
+
+// ---------------------------------------------------------------- launchers
+
+// Fills tables of at most kMaxTensors non-empty entries and calls `launch(table, blocks,
+// blocks_before)` for each; `add(table, i, entry)` stores entry's pointers at row i.
+template <typename Entry, typename Add, typename Launch>
+void for_each_table(const std::vector<Entry>& entries, Add add, Launch launch) {
+  TensorTable table{};
+  int64_t blocks_before = 0;
+  auto flush = [&] {
+    if (table.count == 0) return;
+    const int32_t blocks = table.first_block[table.count];
+    launch(table, blocks, blocks_before);
+    blocks_before += blocks;
+    table = TensorTable{};
+  };
+  for (const Entry& entry : entries) {
+    const int64_t n = add(table, table.count, entry);
+    if (n == 0) continue;  // an empty tensor gets no block (and its row is reused)
+    table.numel[table.count] = n;
+    table.first_block[table.count + 1] =
+        table.first_block[table.count] + static_cast<int32_t>((n + kChunk - 1) / kChunk);
+    if (++table.count == kMaxTensors) flush();
+  }
+  flush();
+}
+
+float* rows_of(const Tensor& t) { return t.data_ptr<float>(); }
+
+void adamw_cuda(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
+  if (tensors.empty()) return;
+  cuda::set_device(tensors.front().param);
+  // In double, as the CPU kernel does: beta^step underflows gracefully there.
+  const double step = static_cast<double>(hp.step);
+  const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), step));
+  const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta2), step));
+  const AdamWScalars s{hp.beta1, hp.beta2, hp.eps, hp.lr / bc1, 1.0f / std::sqrt(bc2)};
+  const float decay = 1.0f - hp.lr * hp.weight_decay;
+  for_each_table(
+      tensors,
+      [&](TensorTable& table, int i, const AdamWTensor& e) {
+        table.param[i] = rows_of(e.param);
+        table.grad[i] = rows_of(e.grad);
+        table.exp_avg[i] = rows_of(e.exp_avg);
+        table.exp_avg_sq[i] = rows_of(e.exp_avg_sq);
+        table.decay[i] = e.decay ? decay : 1.0f;
+        return e.param.numel();
+      },
+      [&](const TensorTable& table, int32_t blocks, int64_t) {
+        adamw_multi_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(table, s);
+        ZERO_CUDA_LAUNCH_CHECK();
+      });
+}
+
+Tensor sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
+  ZERO_ASSERT(!tensors.empty(), "sum_of_squares_cuda needs at least one tensor");
+  cuda::set_device(tensors.front());
+  int64_t total_blocks = 0;
+  for (const Tensor& t : tensors) total_blocks += (t.numel() + kChunk - 1) / kChunk;
+  const TensorOption opt = tensors.front().options();
+  Tensor out = Tensor::Zeros({1}, opt);  // stays 0 when every tensor is empty
+  if (total_blocks == 0) return out;
+  Tensor partials = Tensor::Empty({total_blocks}, opt);
+  auto add = [](TensorTable& table, int i, const Tensor& t) {
+    table.grad[i] = rows_of(t);
+    return t.numel();
+  };
+  for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t before) {
+    sum_of_squares_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
+        table, rows_of(partials), before);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
+  sum_partials_kernel<<<1, kBlock, 0, cuda::current_stream()>>>(rows_of(partials),
+                                                                      total_blocks, rows_of(out));
+  ZERO_CUDA_LAUNCH_CHECK();
+  return out;
+}
+
+void scale_cuda(const std::vector<Tensor>& tensors, float factor) {
+  if (tensors.empty()) return;
+  cuda::set_device(tensors.front());
+  auto add = [](TensorTable& table, int i, const Tensor& t) {
+    table.grad[i] = rows_of(t);
+    return t.numel();
+  };
+  for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t) {
+    scale_multi_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(table, factor);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(adamw, kCuda, adamw_cuda);
+ZERO_REGISTER_KERNEL(sum_of_squares, kCuda, sum_of_squares_cuda);
+ZERO_REGISTER_KERNEL(scale, kCuda, scale_cuda);
+
+}  // namespace zero::ops

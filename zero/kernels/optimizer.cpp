@@ -1,0 +1,71 @@
+// Dispatch for the optimiser's multi-tensor kernels: AdamW over every parameter, and
+// the sum of squares and scale of gradient-norm clipping. Checks every tensor (f32,
+// contiguous, one device, matching shapes) and the hyper-parameters, then calls the
+// CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu) kernel. The optimiser
+// classes of optim/ decide which tensors; these kernels do the arithmetic.
+#include "zero/kernels/checks.h"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero::ops {
+
+ZERO_DEFINE_KERNEL(adamw);
+ZERO_DEFINE_KERNEL(sum_of_squares);
+ZERO_DEFINE_KERNEL(scale);
+
+namespace {
+
+void check_state(const char* op, const Tensor& t, const char* what, const Tensor& param) {
+  check_tensor(op, t, what, DataType::F32, param.sizes());
+  check_same_device(op, {&param, &t});
+}
+
+// Every tensor of `tensors` f32, contiguous and on the first one's device.
+void check_all(const char* op, const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) {
+    check_dtype(op, t, "every tensor", DataType::F32);
+    check_contiguous(op, t, "tensor");
+    check_same_device(op, {&tensors.front(), &t});
+  }
+}
+
+}  // namespace
+
+void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
+  const char* op = "adamw";
+  ZERO_CHECK(hp.step >= 1, op, ": expected a 1-based step >= 1, got ", hp.step);
+  ZERO_CHECK(hp.beta1 >= 0.0f && hp.beta1 < 1.0f && hp.beta2 >= 0.0f && hp.beta2 < 1.0f, op,
+             ": expected betas in [0, 1), got beta1 = ", hp.beta1, ", beta2 = ", hp.beta2);
+  ZERO_CHECK(hp.lr >= 0.0f && hp.eps >= 0.0f && hp.weight_decay >= 0.0f, op,
+             ": expected lr, eps and weight_decay >= 0, got lr = ", hp.lr, ", eps = ", hp.eps,
+             ", weight_decay = ", hp.weight_decay);
+  if (tensors.empty()) return;
+  const Tensor& first = tensors.front().param;
+  for (const AdamWTensor& e : tensors) {
+    check_state(op, e.param, "param", e.param);
+    check_same_device(op, {&first, &e.param});
+    check_state(op, e.grad, "grad", e.param);
+    check_state(op, e.exp_avg, "m (first moment)", e.param);
+    check_state(op, e.exp_avg_sq, "v (second moment)", e.param);
+  }
+  adamw_kernel(first.device(), tensors, hp);
+}
+
+void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                  const AdamWParams& hp) {
+  adamw({{param, grad, m, v, true}}, hp);
+}
+
+Tensor sum_of_squares(const std::vector<Tensor>& tensors) {
+  if (tensors.empty()) return Tensor::Zeros({1});
+  check_all("sum_of_squares", tensors);
+  return sum_of_squares_kernel(tensors.front().device(), tensors);
+}
+
+void scale(const std::vector<Tensor>& tensors, float factor) {
+  if (tensors.empty()) return;
+  check_all("scale", tensors);
+  scale_kernel(tensors.front().device(), tensors, factor);
+}
+
+}  // namespace zero::ops
