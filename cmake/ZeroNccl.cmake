@@ -1,6 +1,6 @@
 # Decides whether multi-GPU training through NCCL is built (option ZERO_NCCL) and
 # where NCCL is. Result: ZERO_HAS_NCCL (ON/OFF) and, when ON, the imported target
-# Zero::nccl. NCCL needs the CUDA backend; without either, zero/no_nccl/ gives the
+# Zero::nccl. NCCL needs the CUDA backend; without either, zero/distributed/no_nccl/ gives the
 # same API with every NCCL entry throwing "Zero was built without NCCL".
 # Searched, in order: $NCCL_HOME, the CUDA toolkit's folders, the pip wheel
 # `nvidia-nccl-cu*` that PyTorch installs (python3 -c "import nvidia.nccl").
