@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "zero/core/tensor.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 

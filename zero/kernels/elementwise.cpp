@@ -1,16 +1,8 @@
-// Dispatch for element-wise kernels: check the arguments, then let the kernel's stub
-// pick the CPU or CUDA implementation (dispatch.h). The kernels themselves are in
-// cpu/elementwise_cpu.cpp and cuda/elementwise.cu.
+// Dispatch for element-wise kernels: check, then call the kernel's stub (dispatch.h).
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
-#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
-
-ZERO_DEFINE_KERNEL(binary);
-ZERO_DEFINE_KERNEL(binary_scalar);
-ZERO_DEFINE_KERNEL(unary);
-ZERO_DEFINE_KERNEL(unary_backward);
 
 void check_same_device(const char* op, const std::vector<const Tensor*>& tensors) {
   const Tensor* first = nullptr;
@@ -25,9 +17,20 @@ void check_same_device(const char* op, const std::vector<const Tensor*>& tensors
   }
 }
 
+// One stub per kernel of this family; each backend fills its slot (dispatch.h).
+ZERO_DEFINE_KERNEL(binary);
+ZERO_DEFINE_KERNEL(binary_scalar);
+ZERO_DEFINE_KERNEL(unary);
+ZERO_DEFINE_KERNEL(unary_backward);
+
+// The kernels are in cpu/elementwise_cpu.cpp and cuda/elementwise.cu; they trust
+// these checks, and each picks its element type with dtype_dispatch.h.
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   check_same_device("binary op", {&a, &b, &out});
   check_same_dtype("binary op", out, {&a, &b});
+  // Broadcasting is NumPy's: sizes align from the right, and each pair of sizes is
+  // equal or one of them is 1, which then stretches over the other (broadcast_shapes,
+  // core/tensor_meta.h).
   ZERO_CHECK(broadcast_shapes(a.sizes(), b.sizes()) == out.sizes(), "binary op: operands ",
              shape_to_string(a.sizes()), " and ", shape_to_string(b.sizes()),
              " do not broadcast to the output shape ", shape_to_string(out.sizes()));

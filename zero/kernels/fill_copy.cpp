@@ -47,4 +47,9 @@ Tensor contiguous(const Tensor& t) {
   return c;
 }
 
+Tensor contiguous_output(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  return Tensor::Empty(t.sizes(), TensorOption().WithDtype(t.dtype()).OnDevice(t.device()));
+}
+
 }  // namespace zero::ops

@@ -65,6 +65,10 @@ void copy(const Tensor& src, const Tensor& dst);
 /// `Tensor::Contiguous` (autograd/, the layer above) it records no history, so kernels
 /// use it for operands whose layout they cannot read.
 Tensor contiguous(const Tensor& t);
+/// `t` itself if it is contiguous, else a new, uninitialised contiguous tensor of its
+/// shape, dtype and device: where a kernel that writes only row-major output puts its
+/// result, to be copied into `t` afterwards unless it returned `t` itself.
+Tensor contiguous_output(const Tensor& t);
 /// @}
 
 /// @name Reductions

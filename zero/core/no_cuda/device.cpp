@@ -10,12 +10,6 @@ namespace zero {
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
 
-int cuda_compute_capability(int index) {
-  ZERO_CHECK(false, "Zero was built without CUDA, so cuda:", index,
-             " has no compute capability; rebuild with -DZERO_CUDA=ON");
-  __builtin_unreachable();
-}
-
 namespace detail {
 int64_t cuda_total_memory(int index) {
   ZERO_CHECK(false, "Zero was built without CUDA, so cuda:", index,
@@ -29,5 +23,11 @@ TensorContext& cuda_tensor_context(int index) {
   __builtin_unreachable();
 }
 }  // namespace detail
+
+int cuda_compute_capability(int index) {
+  ZERO_CHECK(false, "Zero was built without CUDA, so cuda:", index,
+             " has no compute capability; rebuild with -DZERO_CUDA=ON");
+  __builtin_unreachable();
+}
 
 }  // namespace zero

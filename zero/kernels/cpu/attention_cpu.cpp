@@ -168,12 +168,6 @@ void attention_backward_rows(const Tensor& q, const Tensor& k, const Tensor& v, 
   }
 }
 
-// An output the row loops can write: `t` itself if contiguous, else a contiguous
-// buffer whose result is then copied into `t`.
-Tensor contiguous_output(const Tensor& t) {
-  return t.is_contiguous() ? t : Tensor::Empty(t.sizes(), t.options());
-}
-
 void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                            const Tensor& lse) {

@@ -111,7 +111,7 @@ void copy_cuda(const Tensor& src, const Tensor& dst) {
   // Across devices: gather the source contiguously on its side, move the bytes,
   // then scatter into the destination's layout on its side.
   const Tensor s = contiguous(src);
-  const Tensor d = dst.is_contiguous() ? dst : Tensor::Empty(dst.sizes(), dst.options());
+  const Tensor d = contiguous_output(dst);
   if (from.is_cpu()) {
     cuda::set_device(d);
     ZERO_CUDA_CHECK(cudaMemcpy(d.data(), s.data(), bytes, cudaMemcpyHostToDevice));

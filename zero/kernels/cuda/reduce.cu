@@ -199,7 +199,7 @@ void sum_typed(const Tensor& x, int dim, const Tensor& out) {const Tensor& x, in
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= x.size(d);
   for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
-  const Tensor dst = out.is_contiguous() ? out : Tensor::Empty(out.sizes(), out.options());
+  const Tensor dst = contiguous_output(out);
   if (x.size(dim) == 0) {
     fill(dst, 0.0f);
   } else {
@@ -249,8 +249,8 @@ void max_typed(const Tensor& x, int dim, const Tensor& values, const Tensor& ind
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= x.size(d);
   for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
-  const Tensor v = values.is_contiguous() ? values : Tensor::Empty(values.sizes(), values.options());
-  const Tensor i = indices.is_contiguous() ? indices : Tensor::Empty(indices.sizes(), indices.options());
+  const Tensor v = contiguous_output(values);
+  const Tensor i = contiguous_output(indices);
   if (outer * inner > 0) {
     max_middle_kernel<<<cuda::grid_for(outer * inner), kBlock, 0, cuda::current_stream()>>>(
         xc.data_ptr<T>(), v.data_ptr<T>(), i.data_ptr<int32_t>(), outer, x.size(dim), inner);
@@ -287,7 +287,7 @@ void max_backward_typed(const Tensor& grad_values, const Tensor& indices, int di
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= grad_x.size(d);
   for (int d = dim + 1; d < grad_x.dim(); ++d) inner *= grad_x.size(d);
-  const Tensor dst = grad_x.is_contiguous() ? grad_x : Tensor::Empty(grad_x.sizes(), grad_x.options());
+  const Tensor dst = contiguous_output(grad_x);
   max_backward_kernel<<<cuda::grid_for(grad_x.numel()), kBlock, 0, cuda::current_stream()>>>(
       g.data_ptr<T>(), idx.data_ptr<int32_t>(), dst.data_ptr<T>(), outer, grad_x.size(dim),
       inner);
