@@ -35,6 +35,8 @@ NOT_OURS = {
     # system, CUDA, NCCL and BLAS headers named in includes and comments
     'cblas.h', 'cublasLt.h', 'cublas_v2.h', 'cuda_fp16.h', 'cuda_runtime.h', 'cxxabi.h',
     'fcntl.h', 'nccl.h', 'omp.h', 'stdlib.h', 'unistd.h',
+    # stb's PNG encoder and decoder, from Debian's libstb-dev (cmake/ZeroStb.cmake)
+    'stb_image.h', 'stb_image_write.h',
     # llm.c's trainer, which the chapters compare with
     'train_gpt2.cu',
     # written into the build folder by cmake/EmbedCorpus.cmake

@@ -64,6 +64,7 @@ check_all() {
   check graphviz           "graphviz (dot)"           have dot
   check nlohmann-json3-dev "nlohmann-json"            test -f /usr/include/nlohmann/json.hpp
   check libcli11-dev       "CLI11"                    test -f /usr/include/CLI/CLI.hpp
+  check libstb-dev         "stb_image_write"          test -f /usr/include/stb/stb_image_write.h
   check python3            "python3"                  have python3
   if (( fuzz )); then
     check clang            "clang++"                  have clang++

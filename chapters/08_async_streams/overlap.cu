@@ -18,6 +18,7 @@
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/error.h"
 #include "zero/core/stream.h"
+#include "zero/io/atomic_file.h"
 
 namespace ch08 {
 namespace {
@@ -66,19 +67,20 @@ void print_timeline(const std::vector<ChunkTimes>& rows) {
   }
 }
 
-// One row per copy and per compute: what tools/make_figures.py draws.
+// One row per copy and per compute: what tools/make_figures.py draws. Written whole and
+// then renamed into place (io::write_file_atomically), like every file Zero saves.
 void write_timeline_csv(const std::vector<ChunkTimes>& rows, const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  ZERO_CHECK(f != nullptr, "--timeline: cannot write ", path);
-  std::fprintf(f, "streams,chunk,stream,op,start_ms,end_ms\n");
+  std::string csv = "streams,chunk,stream,op,start_ms,end_ms\n";
+  char line[128];
   for (const ChunkTimes& r : rows) {
-    std::fprintf(f, "%d,%d,%d,copy,%.4f,%.4f\n", r.streams, r.chunk, r.stream, r.copy_start,
-                 r.copy_end);
-    std::fprintf(f, "%d,%d,%d,compute,%.4f,%.4f\n", r.streams, r.chunk, r.stream, r.copy_end,
-                 r.compute_end);
+    std::snprintf(line, sizeof(line), "%d,%d,%d,copy,%.4f,%.4f\n", r.streams, r.chunk, r.stream,
+                  r.copy_start, r.copy_end);
+    csv += line;
+    std::snprintf(line, sizeof(line), "%d,%d,%d,compute,%.4f,%.4f\n", r.streams, r.chunk,
+                  r.stream, r.copy_end, r.compute_end);
+    csv += line;
   }
-  const bool ok = std::fclose(f) == 0;
-  ZERO_CHECK(ok, "--timeline: error writing ", path);
+  zero::io::write_file_atomically(path, csv);  // its errors name the file
   std::printf("  timeline written to %s\n", path.c_str());
 }
 

@@ -2,7 +2,8 @@
 // when the command line is parsed (before any data is prepared or any step is run), the
 // last-resort handler that turns any exception into a message and exit status 1, which
 // flags a resumed run applies and which it refuses (none is silently ignored), and the
-// choice of sampler (your ex09.1 once it is done) and the printing of samples.
+// choice of sampler (your ex09.1 once it is done) and the printing of samples. (The flags
+// of the ranks that --nproc starts are launcher.h's.)
 //
 // Each flag gets a CLI::Validator, so a value out of range is refused by CLI11 with the
 // flag's name ("--lr: expected a finite number in [0, 1], got 1e30"). Note that CLI11's
@@ -139,6 +140,23 @@ inline void check_sample_flags(CLI::App& app) {
   check_options(app, {"--seed"}, unsigned_integer());
   check_options(app, {"--temperature"}, finite_at_least(0));
   check_options(app, {"--prompt"}, prompt_text());
+}
+
+// --device alone, read before the full parse: the device picks the preset whose values
+// the full parser then shows as defaults in --help. The other flags pass by (extras),
+// and a --device that cannot be read is left for the full parser to refuse.
+inline std::string device_flag(int argc, char** argv) {
+  CLI::App pre;
+  pre.allow_extras();
+  pre.set_help_flag();  // --help is the full parser's
+  std::string device = "auto";
+  pre.add_option("--device", device);
+  try {
+    pre.parse(argc, argv);
+  } catch (const CLI::ParseError&) {
+    return "auto";
+  }
+  return device;
 }
 
 // The prompt must be made of characters of the vocabulary; train_gpt checks it before

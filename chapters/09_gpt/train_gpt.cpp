@@ -4,8 +4,8 @@
 // zero/nn, optim, data, io and train. This file is only the command line around
 // zero::train::Trainer: pick the device and the preset, prepare the data, run steps,
 // evaluate, save, draw the loss curve, print samples.
-// With no flags it trains on the project's own text; --nproc N trains on N GPUs.
-// Read next: zero/train/trainer.h, zero/nn/gpt.h, the chapter README.
+// With no flags it trains on the project's own text; --nproc N trains on N GPUs, one
+// process each (launcher.h). Read next: zero/train/trainer.h, zero/nn/gpt.h, the README.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -23,7 +23,7 @@
 #include "zero/io/dir_lock.h"
 #include "zero/kernels/cpu_threads.h"
 #include "zero/train/budget.h"
-#include "zero/train/distributed.h"  // the Trainer, and --nproc: one process per GPU
+#include "zero/train/distributed.h"  // the Trainer, and the ranks of --nproc
 #include "zero/train/flops.h"
 #include "zero/train/loss_curve.h"
 #include "zero/train/metrics.h"
@@ -31,6 +31,7 @@
 
 
 #include "cli_checks.h"  // flag checks, and exceptions to messages in main
+#include "launcher.h"    // --nproc: one process per GPU
 
 namespace fs = std::filesystem;
 using namespace zero;
@@ -54,17 +55,6 @@ struct RunOptions {
   double peak_tflops = 0;
 };
 
-// "--device X" or "--device=X" from argv before parsing, to choose the preset whose
-// values CLI11 then shows as defaults in --help.
-std::string find_device_flag(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--device" && i + 1 < argc) return argv[i + 1];
-    if (a.rfind("--device=", 0) == 0) return a.substr(9);
-  }
-  return "auto";
-}
-
 void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOptions& o,
                    int64_t count, Generator& gen, const train::TokenSampler& sampler) {
   if (count <= 0 || o.sample_tokens <= 0) return;
@@ -78,8 +68,8 @@ void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOpti
 }  // namespace
 
 int run(int argc, char** argv) {
-  const train::DistributedOptions dist = train::take_rank_flags(argc, argv);  // from --nproc
-  const Device device = train::resolve_device(find_device_flag(argc, argv));
+  train::DistributedOptions dist;  // set in the processes that --nproc starts
+  Device device = train::resolve_device(ch09::device_flag(argc, argv));
   // Presets: the reference model on a GPU (2000 steps: the built-in corpus is small
   // enough that 5000 overfits), a small one on the CPU.
   train::TrainConfig cfg =
@@ -133,8 +123,14 @@ int run(int argc, char** argv) {
   app.add_option("--profile", o.profile, "after 10 steps, time N steps op by op and print where");
   app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
   ch09::check_train_flags(app);  // ranges, finite numbers, existing files (cli_checks.h)
+  ch09::add_rank_flags(app, dist);
   CLI11_PARSE(app, argc, argv);
-  if (o.nproc > 1 && !dist.is_rank()) return train::launch_ranks(argc, argv, o.nproc, o.out_dir);
+  if (dist.is_rank()) device = Device::Cuda(dist.rank);  // rank r trains on GPU r
+  if (o.nproc > 1 && !dist.is_rank()) {
+    ZERO_CHECK(o.device == "auto" || device.is_cuda(), "--nproc ", o.nproc,
+               " trains on GPUs, one process each; drop --device ", o.device);
+    return ch09::launch_ranks(argc, argv, o.nproc, o.out_dir);
+  }
   if (o.quick) {  // the chapter test: seconds, whatever the device
     cfg.model = nn::GPTConfig{0, 32, 2, 2, 32, 0.1f};
     cfg.batch_size = 8, cfg.max_steps = 20, cfg.warmup = 5;

@@ -7,8 +7,9 @@
 //    link the driver reports (one GPU: against a plain copy, since nothing moves).
 // 4. Tokens/s of GPT-2 124M training on 1 GPU, then on N, and the scaling efficiency.
 // Sections 3 and 4 on N GPUs start N copies of this program, one per GPU (ranks), with
-// the launcher of zero/train/distributed.h; rank 0 prints. Run: ch10_multi_gpu [--quick]
-// [--gpus N]. Read next: gpu.cpp, zero/distributed/data_parallel.cpp, the chapter README.
+// train_gpt's launcher (chapters/09_gpt/launcher.h); rank 0 prints. Run: ch10_multi_gpu
+// [--quick] [--gpus N]. Read next: gpu.cpp, zero/distributed/data_parallel.cpp, the README.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "chapters/09_gpt/launcher.h"  // one process per GPU, as for train_gpt --nproc
 #include "gpu.h"
 #include "ring_allreduce.h"  // your exercise: solutions/ or exercises/10_multi_gpu
 #include "zero/core/device.h"
@@ -137,36 +139,26 @@ int launch(int gpus, const ch10::Options& options, const std::string& mode) {
                                    std::to_string(options.baseline_tps)};
   if (options.quick) args.push_back("--quick");
   const std::string logs = (std::filesystem::temp_directory_path() / "zero_ch10_ranks").string();
-  return zero::train::launch_ranks(std::filesystem::read_symlink("/proc/self/exe").string(), args,
-                                   gpus, logs);
+  return ch09::launch_ranks(args, gpus, logs);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   ch10::Options options;
-  zero::train::DistributedOptions rank;
-  try {
-    rank = zero::train::take_rank_flags(argc, argv);
-  } catch (const zero::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
-  for (int i = 1; i < argc; ++i) {
-    const bool has_value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--quick")) {
-      options.quick = true;
-    } else if (!std::strcmp(argv[i], "--gpus") && has_value) {
-      options.gpus = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--mode") && has_value) {
-      options.mode = argv[++i];
-    } else if (!std::strcmp(argv[i], "--baseline-tps") && has_value) {
-      options.baseline_tps = std::atof(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--gpus N]\n", argv[0]);
-      return 2;
-    }
-  }
+  zero::train::DistributedOptions rank;  // set in the processes that launch() starts
+  CLI::App app{"Chapter 10: data-parallel training on several GPUs"};
+  app.add_flag("--quick", options.quick, "small sizes and a tiny GPT (the CTest run)");
+  app.add_option("--gpus", options.gpus, "GPUs to use (0: all visible)")
+      ->check(CLI::Range(0, 1 << 16));
+  // What launch() tells each rank to do, beside the rank flags.
+  app.add_option("--mode", options.mode, "the section a rank runs")
+      ->group(ch09::kRankGroup)
+      ->check(CLI::IsMember({"bandwidth", "scaling"}));
+  app.add_option("--baseline-tps", options.baseline_tps, "the 1-GPU tokens/s to compare with")
+      ->group(ch09::kRankGroup);
+  ch09::add_rank_flags(app, rank);
+  CLI11_PARSE(app, argc, argv);
   try {
     if (rank.is_rank()) return run_rank(rank, options);
     std::printf("10 · Data-parallel training on several GPUs%s\n", options.quick ? " (quick)" : "");

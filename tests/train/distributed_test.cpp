@@ -1,7 +1,7 @@
-// Tests of multi-GPU training (zero/train/distributed.h): the internal rank flags are
-// read and removed; the launcher refuses more ranks than GPUs; a group of one trains
-// exactly like a plain trainer (one GPU); and, on a machine with two GPUs, two ranks with
-// batch B follow the loss curve of one GPU with batch 2B (train_gpt end to end).
+// Tests of multi-GPU training (zero/train/distributed.h): a group of one trains exactly
+// like a plain trainer (one GPU); and, on a machine with two GPUs, two ranks with batch B
+// follow the loss curve of one GPU with batch 2B (train_gpt end to end, through its
+// launcher, chapters/09_gpt/launcher.h, whose flags GptCliTest checks on any machine).
 #include "zero/train/distributed.h"
 
 #include <gtest/gtest.h>
@@ -18,56 +18,6 @@ namespace zero::train {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::expect_error_mentions;
-
-// argv from strings (the strings must outlive it); argv[argc] is null, as in main.
-std::vector<char*> make_argv(std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return argv;
-}
-
-TEST(DistributedTest, TakeRankFlagsReadsAndRemovesThem) {
-  std::vector<std::string> args = {"prog", "--lr", "3", "--rank", "1", "--world=4", "--quick",
-                                   "--nccl-id-file", "/tmp/id", "--ranked", "x"};
-  std::vector<char*> argv = make_argv(args);
-  int argc = static_cast<int>(args.size());
-  const DistributedOptions o = take_rank_flags(argc, argv.data());
-  EXPECT_EQ(o.rank, 1);
-  EXPECT_EQ(o.world, 4);
-  EXPECT_EQ(o.id_file, "/tmp/id");
-  EXPECT_TRUE(o.is_rank());
-  ASSERT_EQ(argc, 6);  // prog --lr 3 --quick --ranked x: other flags stay, in order
-  EXPECT_EQ(std::string(argv[3]), "--quick");
-  EXPECT_EQ(std::string(argv[4]), "--ranked");
-  EXPECT_EQ(argv[6], nullptr);
-
-  std::vector<std::string> none = {"prog", "--lr", "3"};
-  std::vector<char*> argv2 = make_argv(none);
-  int argc2 = 3;
-  const DistributedOptions plain = take_rank_flags(argc2, argv2.data());
-  EXPECT_FALSE(plain.is_rank());
-  EXPECT_EQ(plain.world, 1);
-  EXPECT_EQ(argc2, 3);
-}
-
-TEST(DistributedTest, BadRankFlagsAreClearErrors) {
-  auto take = [](std::vector<std::string> args) {
-    std::vector<char*> argv = make_argv(args);
-    int argc = static_cast<int>(args.size());
-    take_rank_flags(argc, argv.data());
-  };
-  expect_error_mentions([&] { take({"p", "--rank", "2", "--world", "2"}); }, {"rank 2 of world 2"});
-  expect_error_mentions([&] { take({"p", "--rank", "one"}); }, {"--rank", "integer", "'one'"});
-  expect_error_mentions([&] { take({"p", "--world"}); }, {"--world", "expected a value"});
-}
-
-TEST(DistributedTest, LauncherNeedsAGpuPerRank) {
-  const int nproc = cuda_device_count() + 1;
-  expect_error_mentions([&] { launch_ranks("/bin/true", {}, nproc, "/tmp/unused"); },
-                        {"--nproc " + std::to_string(nproc), "visible GPUs"});
-}
 
 TrainConfig small_config() {
   TrainConfig c;

@@ -16,6 +16,7 @@
 
 #include "tests/data/test_files.h"
 #include "tests/train/step_metadata.h"
+#include "zero/core/device.h"
 #include "zero/io/safetensors.h"
 #include "zero/train/checkpoint.h"
 
@@ -163,6 +164,30 @@ TEST(GptCliTest, FlagsOutOfRangeAreRefusedBeforeAnyWork) {
   expect_refused(train(dir, {{"--prompt", "ab\xff"}}), {"--prompt", "UTF-8"});
   // The corpus is 4400 characters: a block of 1000 leaves too few validation tokens.
   expect_refused(train(dir, {{"--block-size", "1000"}}), {"(1000)", "--block-size"});
+}
+
+// The flags of --nproc (chapters/09_gpt/launcher.h): the ranks' own flags are checked
+// like any other and shown apart in --help; the launcher wants one GPU per process.
+TEST(GptCliTest, RankFlagsAndNprocAreCheckedBeforeAnyWork) {
+  TempDir dir;
+  const std::string more = std::to_string(cuda_device_count() + 2);  // 2 or more
+  const std::vector<std::pair<Flags, std::vector<std::string>>> bad = {
+      {{{"--rank", "2"}, {"--world", "2"}, {"--nccl-id-file", dir / "id"}},
+       {"--rank", "rank 2 of world 2"}},
+      {{{"--rank", "one"}}, {"--rank", "one"}},
+      {{{"--world", "0"}}, {"--world", "world 0"}},
+      {{{"--rank", "0"}, {"--world", "1"}}, {"--nccl-id-file", "file ''"}},
+      {{{"--nproc", "2"}}, {"--nproc 2", "drop --device cpu"}},
+      {{{"--nproc", more}, {"--device", "auto"}}, {"--nproc " + more, "visible GPUs"}}};
+  for (const auto& [flags, parts] : bad) {
+    const Outcome r = train(dir, flags);
+    expect_refused(r, parts);
+    EXPECT_EQ(r.output.find("prepared"), std::string::npos) << args_of(flags);
+  }
+  const Outcome help = run_program(ZERO_TRAIN_GPT, "--help", dir);
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_NE(help.output.find("--nproc"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("Set by the launcher"), std::string::npos) << help.output;
 }
 
 TEST(GptCliTest, PromptsOutsideTheVocabularyAreRefusedBeforeTraining) {

@@ -37,7 +37,9 @@ DirLock::DirLock(const std::string& dir, const std::string& who) {
     ZERO_CHECK(false, "cannot lock '", path, "': ", std::strerror(err));
   }
   const std::string me = who + ", pid " + std::to_string(::getpid()) + "\n";
-  // Best effort: the pid is only for the message another process prints.
+  // Best effort: the pid is only for the message another process prints. Written in
+  // place, not through write_file_atomically: a rename would put a new, unlocked file
+  // under the name, and the next run would lock that one beside us.
   if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
   }
 }

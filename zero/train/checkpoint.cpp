@@ -34,13 +34,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  ZERO_CHECK(out.good(), "cannot write '", path, "'");
-}
-
 // "[384, 1152]"
 std::string shape_of(const Tensor& t) { return shape_to_string(t.sizes()); }
 
@@ -179,15 +172,17 @@ void save_checkpoint(const std::string& dir, const nn::GPT& model, const optim::
       {"n_layer", std::to_string(c.n_layer)},
       {"n_head", std::to_string(c.n_head)},
       {"n_embd", std::to_string(c.n_embd)}};
+  // The folder's rename makes the save atomic; the files inside still go through the one
+  // writer, io::write_file_atomically or AtomicFile, which checks every write and fsync.
   io::replace_directory_atomically(dir, [&](const std::string& tmp) {
     const fs::path out(tmp);
     io::save_safetensors((out / "model.safetensors").string(), model.NamedParameters(), model_meta);
     io::save_safetensors((out / "optimizer.safetensors").string(), optimizer.NamedState(),
                          {{"step", std::to_string(optimizer.step())}});
     if (!state.vocab_path.empty()) {
-      write_file((out / "vocab.json").string(), read_file(state.vocab_path));
+      io::write_file_atomically((out / "vocab.json").string(), read_file(state.vocab_path));
     }
-    write_file((out / "trainer.json").string(), trainer_state_to_json(state));
+    io::write_file_atomically((out / "trainer.json").string(), trainer_state_to_json(state));
   });
 }
 

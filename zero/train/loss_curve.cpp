@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "zero/core/error.h"
+#include "zero/io/png.h"
 
 namespace zero::train {
 
@@ -164,7 +165,8 @@ Canvas draw_loss_curve(const std::vector<LossPoint>& train_points,
 
 void write_loss_curve_png(const std::string& path, const std::vector<LossPoint>& train,
                           const std::vector<LossPoint>& val, const std::string& title) {
-  write_png(path, draw_loss_curve(train, val, title));
+  const Canvas canvas = draw_loss_curve(train, val, title);
+  io::write_png(path, canvas.width(), canvas.height(), canvas.pixels());
 }
 
 }  // namespace zero::train

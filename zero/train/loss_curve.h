@@ -3,7 +3,7 @@
 ///
 /// `train_gpt` redraws the picture at every evaluation, so a run in progress can be
 /// watched with any image viewer and a finished run leaves its curve beside its
-/// checkpoints. Drawn with the small raster and encoder in png.h (no image library).
+/// checkpoints. Drawn on the small raster of canvas.h, saved by io::write_png.
 /// Read next: metrics.h (the same numbers as a JSONL log).
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "zero/train/png.h"
+#include "zero/train/canvas.h"
 
 namespace zero::train {
 

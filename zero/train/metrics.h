@@ -80,7 +80,7 @@ class MetricsLog {
 
  private:
   std::string path_;
-  std::ofstream out_;
+  std::ofstream out_;  // append-only after the atomic start: see "Crash safety" above
   std::vector<StepMetrics> records_;
   int64_t skipped_ = 0;
 };

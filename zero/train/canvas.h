@@ -1,12 +1,9 @@
 /// @file
-/// A tiny raster and PNG writer, enough to draw a loss curve with no image library.
+/// A tiny RGB raster, enough to draw a loss curve: pixels, lines, rectangles and text.
 ///
-/// `Canvas` is an RGB raster with the few drawing operations a plot needs (pixels,
-/// lines, rectangles, text in a built-in 5x7 bitmap font). `encode_png` turns it into a
-/// PNG file: a palette image when it has at most 256 colours (a plot has a handful),
-/// otherwise 8-bit RGB, compressed with deflate's *stored* blocks only, so the whole
-/// format fits in one short file: chunks with CRC-32, a zlib stream with Adler-32.
-/// See Note [A PNG in 100 lines] in png.cpp. Read next: loss_curve.h.
+/// `Canvas` has the few drawing operations a plot needs, text included, in a built-in
+/// 5x7 bitmap font, so that a plot needs no font files or graphics library. Its
+/// `pixels()` are what io::write_png (io/png.h) saves. Read next: loss_curve.h.
 #pragma once
 
 #include <cstdint>
@@ -56,19 +53,5 @@ class Canvas {
   int width_, height_;
   std::vector<uint8_t> pixels_;
 };
-
-/// The bytes of a PNG file showing `canvas` (see the file comment for the encoding).
-std::string encode_png(const Canvas& canvas);
-
-/// Writes `encode_png(canvas)` to `path` atomically (a temporary file, then a rename).
-/// @throws zero::Error if the file cannot be written.
-void write_png(const std::string& path, const Canvas& canvas);
-
-/// CRC-32 (ISO-HDLC, polynomial 0xEDB88320) of `size` bytes, continuing from `crc`
-/// (0 to start), as PNG chunks use it.
-uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc = 0);
-
-/// Adler-32 of `size` bytes, continuing from `adler` (1 to start), as zlib streams use it.
-uint32_t adler32(const uint8_t* data, size_t size, uint32_t adler = 1);
 
 }  // namespace zero::train
