@@ -8,9 +8,11 @@
 /// Note [Where Tensor's methods are defined]
 /// This header is the vocabulary every layer speaks, so it declares the whole
 /// interface; each method is defined in the lowest layer that can implement it:
-/// memory and metadata in core/tensor.cpp, filling, random numbers and copies in
-/// kernels/tensor_factories.cpp, and views (which record gradients) in
-/// autograd/tensor_methods.cpp. Source files still depend only downwards.
+/// memory, metadata and autograd state in core/tensor.cpp; the factories (filled,
+/// random, from values) and the host reads (`Item`, `ToVector`, `ToString`) in
+/// kernels/tensor_factories.cpp; views, `To`, `Clone` and the in-place updates (which
+/// record gradients, or refuse to while recording) in autograd/tensor_methods.cpp;
+/// `Backward` in autograd/engine.cpp. Source files still depend only downwards.
 /// Math on tensors (`a + b`, `matmul`, `softmax` ...) is in autograd/functional.h.
 #pragma once
 
