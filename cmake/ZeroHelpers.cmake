@@ -45,9 +45,11 @@ endfunction()
 # CUDA backend is built (the program then sees ZERO_CHAPTER_HAS_CUDA=1 and should
 # run its GPU half; otherwise it runs the CPU half and says what it skipped). The
 # chapter's exercise folder (solutions/ or, in a learner build, exercises/) is on
-# the include path. A CTest test `chapter.NAME` (label `chapter`) runs the
-# program with QUICK_ARGS, so a chapter that stops working fails the suite. When the
-# chapter has an exercise, `chNAME_learner` is the same program on exercises/ code.
+# the include path, beside the repository root that `zero` exports (so a chapter
+# includes the shared timer as "tools/gpu_median.h", as the tools/ programs do). A
+# CTest test `chapter.NAME` (label `chapter`) runs the program with QUICK_ARGS, so a
+# chapter that stops working fails the suite. When the chapter has an exercise,
+# `chNAME_learner` is the same program on exercises/ code.
 function(zero_add_chapter)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;CUDA_SOURCES;QUICK_ARGS" ${ARGN})
   set(target ch${ARG_NAME})

@@ -6,7 +6,6 @@
 // Bytes are counted as read + written, for the copy as for the kernels.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <functional>
@@ -14,6 +13,7 @@
 
 #include "gpu.h"
 #include "launch_math.h"
+#include "tools/gpu_median.h"
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/tensor.h"
 #include "zero/kernels/tensor_ops.h"
@@ -35,30 +35,6 @@ class DeviceFloats {
  private:
   float* ptr_ = nullptr;
 };
-
-// Median time in ms of `launch()` over `reps` runs, after `warmup` untimed runs (the
-// first launch pays one-off costs: loading the kernel, touching fresh pages). CUDA
-// events are stamped on the GPU's own timeline, so they time the GPU work, not the
-// host's launch overhead; the median ignores an occasional slow run.
-template <typename Launch>
-float median_ms(Launch launch, int warmup, int reps) {
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) launch();
-  std::vector<float> times(static_cast<size_t>(reps));
-  for (float& t : times) {
-    ZERO_CUDA_CHECK(cudaEventRecord(start));
-    launch();
-    ZERO_CUDA_CHECK(cudaEventRecord(stop));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-  }
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 // Elements where `got` differs from `want` (bit-exact: one IEEE operation gives the
 // same float on the CPU and the GPU); prints the first.
@@ -192,7 +168,11 @@ int measure_kernels(bool quick, const DeviceFacts& facts) {
   ZERO_CUDA_CHECK(cudaMemcpy(ta.data(), d_a.get(), bytes, cudaMemcpyDeviceToDevice));
   ZERO_CUDA_CHECK(cudaMemcpy(tb.data(), d_b.get(), bytes, cudaMemcpyDeviceToDevice));
 
-  // The versions, each with its CPU reference; validated once, then timed.
+  // The versions, each with its CPU reference; validated once, then timed by
+  // median_gpu_ms (tools/gpu_median.h): `warmup` untimed runs (the first launch pays
+  // one-off costs: loading the kernel, touching fresh pages), then CUDA events around
+  // each run. The GPU stamps the events on its own timeline, so they time the GPU
+  // work, not the host's launch overhead; the median ignores an occasional slow run.
   std::vector<float> want_scale(a.size()), want_add(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     want_scale[i] = alpha * a[i];
@@ -225,7 +205,9 @@ int measure_kernels(bool quick, const DeviceFacts& facts) {
     ZERO_CUDA_CHECK(cudaMemcpy(got.data(), v.out, bytes, cudaMemcpyDeviceToHost));
     const int bad = count_mismatches(v.name, got, *v.want);
     mismatches += bad;
-    if (bad == 0) results.push_back({v.name, v.bytes, median_ms(v.launch, warmup, reps)});
+    if (bad == 0) {
+      results.push_back({v.name, v.bytes, zero::tools::median_gpu_ms(v.launch, warmup, reps)});
+    }
   }
 
   std::printf("%-24s %12s %10s %10s %10s\n", "kernel", "MiB moved", "time (ms)", "GB/s",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpu.h"
+#include "tools/gpu_median.h"
 #include "warp_reduce.h"
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/tensor.h"
@@ -25,6 +26,10 @@ namespace {
 constexpr int kBlock = 256;  // threads per block: 8 warps
 
 // ---------------------------------------------------------------- helpers
+
+// The timer: `warmup` untimed runs, then CUDA events around each run (stamped on the
+// GPU's timeline, so they time the GPU work) and the median of `reps`.
+using zero::tools::median_gpu_ms;
 
 // Device memory of `bytes` bytes, freed at the end of the scope.
 class DeviceBuffer {
@@ -39,28 +44,6 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
 };
-
-// Median time in ms of `run()` over `reps` runs after `warmup` untimed ones, with
-// CUDA events: they are stamped on the GPU's timeline, so they time the GPU work.
-template <typename Run>
-float median_ms(Run run, int warmup, int reps) {
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) run();
-  std::vector<float> times(static_cast<size_t>(reps));
-  for (float& t : times) {
-    ZERO_CUDA_CHECK(cudaEventRecord(start));
-    run();
-    ZERO_CUDA_CHECK(cudaEventRecord(stop));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-  }
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 // ---------------------------------------------------------------- kernels
 
@@ -221,7 +204,7 @@ int run_reduction_ladder(const std::vector<float>& x_host, double exact, int ver
   ZERO_CUDA_CHECK(cudaMemcpy(back.data(), copy_dst.as<float>(), bytes, cudaMemcpyDeviceToHost));
   int failures = back == x_host ? 0 : 1;
   if (failures != 0) std::printf("MISMATCH: the device-to-device copy changed the data\n");
-  const Row copy_row{"cudaMemcpy D2D (baseline)", 2.0 * bytes, median_ms(copy, warmup, reps)};
+  const Row copy_row{"cudaMemcpy D2D (baseline)", 2.0 * bytes, median_gpu_ms(copy, warmup, reps)};
   const double copy_gbs = copy_row.bytes / (copy_row.ms * 1e6);
 
   // Runs `run`, reads the float it wrote to `result`, and checks it equals `exact`
@@ -249,7 +232,7 @@ int run_reduction_ladder(const std::vector<float>& x_host, double exact, int ver
       ++failures;
       continue;
     }
-    const Row row{v.name, static_cast<double>(bytes), median_ms(run, warmup, reps)};
+    const Row row{v.name, static_cast<double>(bytes), median_gpu_ms(run, warmup, reps)};
     print_row(row, copy_gbs);
     const double pct = 100.0 * row.bytes / (row.ms * 1e6) / copy_gbs;
     if (pct > best_pct) {
@@ -260,7 +243,8 @@ int run_reduction_ladder(const std::vector<float>& x_host, double exact, int ver
   const auto zero_sum = [&] { zero::ops::sum_all(xt, sum_t); };
   double zero_pct = 0.0;
   if (validate("zero::ops::sum_all", zero_sum, sum_t.data_ptr<float>())) {
-    const Row row{"zero::ops::sum_all", static_cast<double>(bytes), median_ms(zero_sum, warmup, reps)};
+    const Row row{"zero::ops::sum_all", static_cast<double>(bytes),
+                  median_gpu_ms(zero_sum, warmup, reps)};
     print_row(row, copy_gbs);
     zero_pct = 100.0 * row.bytes / (row.ms * 1e6) / copy_gbs;
   } else {

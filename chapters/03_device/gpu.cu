@@ -5,7 +5,6 @@
 // to each series. A device-to-device copy measured in the same run is the baseline.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 
 #include "copy_bench.h"
 #include "copy_model.h"
+#include "tools/gpu_median.h"
 #include "zero/core/cuda/cuda_check.cuh"
 
 namespace ch03 {
@@ -22,27 +22,10 @@ namespace {
 // ---------------------------------------------------------------- timing
 
 // Median time in seconds of `reps` runs of `copy`, after one warm-up, with events on
-// the default stream (where cudaMemcpy runs).
+// the default stream (where cudaMemcpy runs): tools/gpu_median.h's timer, in seconds.
 template <typename F>
 double median_seconds(int reps, F&& copy) {
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
-  copy();
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    ZERO_CUDA_CHECK(cudaEventRecord(start));
-    copy();
-    ZERO_CUDA_CHECK(cudaEventRecord(stop));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms * 1e-3);
-  }
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return zero::tools::median_gpu_ms(copy, 1, reps) * 1e-3;
 }
 
 int reps_for(size_t bytes, bool quick) {

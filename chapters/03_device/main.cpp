@@ -3,14 +3,13 @@
 // Tensor::To and its rules (same device is free, mixed devices are refused,
 // gradients move with their leaf), and the copy model of exercise 03 fitted to host
 // memcpy. gpu.cu measures real host<->GPU copies. Read next: chapters/04_allocator.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "copy_model.h"  // exercise 03: solutions/03_device or your exercises/03_device
+#include "tools/gpu_median.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/tensor.h"
 
@@ -114,15 +113,10 @@ bool show_host_copy_model(bool quick) {
   std::vector<ch03::CopySample> samples;
   for (size_t n = 1024; n <= max_bytes; n *= 4) {
     const int reps = n <= (size_t{1} << 20) ? 200 : (quick ? 3 : 10);
-    std::vector<double> times;
-    for (int r = 0; r < reps + 1; ++r) {  // the first run warms the pages up
-      const auto t0 = std::chrono::steady_clock::now();
-      std::memcpy(dst.data(), src.data(), n);
-      const auto t1 = std::chrono::steady_clock::now();
-      if (r > 0) times.push_back(std::chrono::duration<double>(t1 - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    samples.push_back({static_cast<double>(n), times[times.size() / 2]});
+    // One untimed run warms the pages up; then the median of `reps` on the steady clock.
+    const double ms = zero::tools::median_cpu_ms(
+        [&] { std::memcpy(dst.data(), src.data(), n); }, 1, reps);
+    samples.push_back({static_cast<double>(n), ms * 1e-3});
   }
   if (std::memcmp(src.data(), dst.data(), max_bytes) != 0) {
     std::printf("MISMATCH: memcpy did not copy\n");

@@ -5,13 +5,13 @@
 // reference, then timed with CUDA events against a device-to-device copy.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "gpu.h"
 #include "offset.h"
+#include "tools/gpu_median.h"
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/tensor.h"
 #include "zero/kernels/tensor_ops.h"
@@ -41,29 +41,6 @@ void launch_strided_add(const Tensor& a, const Tensor& b, const Tensor& out) {
   strided_add_kernel<<<blocks, kThreads>>>(a.data_ptr<float>(), da, b.data_ptr<float>(), db,
                                            out.data_ptr<float>(), n);
   ZERO_CUDA_LAUNCH_CHECK();
-}
-
-// ---------------------------------------------------------------- timing
-
-// Median time of `f` in ms over `reps` runs, each bracketed by CUDA events, after warm-up.
-template <typename F>
-float median_ms(F f, int reps) {
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int w = 0; w < 3; ++w) f();
-  std::vector<float> ms(reps);
-  for (int r = 0; r < reps; ++r) {
-    ZERO_CUDA_CHECK(cudaEventRecord(start));
-    f();
-    ZERO_CUDA_CHECK(cudaEventRecord(stop));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms[r], start, stop));
-  }
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
 }
 
 }  // namespace
@@ -103,9 +80,10 @@ int run_gpu_part(bool quick) {
     }
   }
 
-  const float copy_ms = median_ms([&] {
+  // Every time below: 3 untimed runs, then the median of `reps` between CUDA events.
+  const float copy_ms = tools::median_gpu_ms([&] {
     ZERO_CUDA_CHECK(cudaMemcpyAsync(copy_dst.data(), a.data(), bytes, cudaMemcpyDeviceToDevice));
-  }, reps);
+  }, 3, reps);
   const double copy_gbs = 2.0 * bytes / copy_ms / 1e6;
   std::printf("%-40s %8.1f us %7.0f GB/s  (baseline)\n", "cudaMemcpy device-to-device",
               copy_ms * 1e3, copy_gbs);
@@ -119,7 +97,7 @@ int run_gpu_part(bool quick) {
       bad += 1;
       return;
     }
-    const float ms = median_ms(launch, reps);
+    const float ms = tools::median_gpu_ms(launch, 3, reps);
     const double gbs = c.bytes / ms / 1e6;
     std::printf("%-40s %8.1f us %7.0f GB/s %5.1f%%  ok\n", name.c_str(), ms * 1e3, gbs,
                 100.0 * gbs / copy_gbs);

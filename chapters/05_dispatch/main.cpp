@@ -6,14 +6,13 @@
 // against the strided path with timings, and the error for mixed devices. The GPU
 // half (gpu.cu) repeats the timings on an [8192, 8192] add.
 // Run: build/default/chapters/05_dispatch/ch05_dispatch [--quick]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "offset.h"  // your exercise: solutions/05_dispatch or exercises/05_dispatch
+#include "tools/gpu_median.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/tensor.h"
 #include "zero/kernels/dims_arg.h"
@@ -127,20 +126,6 @@ void strided_add_cpu(const float* a, const DimsArg& da, const float* b, const Di
   for (int64_t i = 0; i < n; ++i) out[i] = a[operand_offset(i, da)] + b[operand_offset(i, db)];
 }
 
-template <typename F>
-double median_ms(F f, int reps) {
-  f();  // warm-up: first touch of the pages, caches, thread pool
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 int time_cpu(bool quick) {
   const int64_t n = quick ? 512 : 2048;
   const int reps = quick ? 3 : 5;
@@ -155,9 +140,12 @@ int time_cpu(bool quick) {
   Tensor out = Tensor::Empty({n, n});
   const int64_t numel = n * n, bytes = numel * 4;
 
+  // Every time: one untimed run (first touch of the pages, caches, the thread pool),
+  // then the median of `reps` on the host's steady clock.
+  using tools::median_cpu_ms;
   std::vector<float> scratch(numel);
-  const double copy_ms = median_ms(
-      [&] { std::memcpy(scratch.data(), a.data_ptr<float>(), bytes); }, reps);
+  const double copy_ms = median_cpu_ms(
+      [&] { std::memcpy(scratch.data(), a.data_ptr<float>(), bytes); }, 1, reps);
   const double copy_gbs = 2.0 * bytes / copy_ms / 1e6;
   std::printf("%-40s %9.3f ms %7.1f GB/s  (baseline)\n", "memcpy of one tensor", copy_ms, copy_gbs);
 
@@ -190,16 +178,17 @@ int time_cpu(bool quick) {
   };
   for (const Case& c : cases) {
     out.Fill_(0.0f);
-    report(std::string("ops::add  ") + c.name, c, median_ms([&] { ops::add(a, c.b, out); }, reps));
+    report(std::string("ops::add  ") + c.name, c,
+           median_cpu_ms([&] { ops::add(a, c.b, out); }, 1, reps));
   }
   for (const Case& c : cases) {
     out.Fill_(0.0f);
     const DimsArg da = broadcast_dims(a.sizes(), a.strides(), out.sizes());
     const DimsArg db = broadcast_dims(c.b.sizes(), c.b.strides(), out.sizes());
-    const double ms = median_ms([&] {
+    const double ms = median_cpu_ms([&] {
       strided_add_cpu(a.data_ptr<float>(), da, c.b.data_ptr<float>(), db,
                       out.data_ptr<float>(), numel);
-    }, reps);
+    }, 1, reps);
     report(std::string("your loop ") + c.name, c, ms);
   }
   return bad;

@@ -1,36 +1,21 @@
 // Chapter 06, GPU half: timing with CUDA events. The chapter's Zero calls (a + b,
 // Backward) are the same on both devices and live in main.cpp; this file only brackets
-// them with events, and measures the device-to-device copy used as the bandwidth
-// baseline.
+// them with events (median_gpu_ms, tools/gpu_median.h), and measures the
+// device-to-device copy used as the bandwidth baseline.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <vector>
-
 #include "gpu.h"
+#include "tools/gpu_median.h"
 #include "zero/core/cuda/cuda_check.cuh"
 
 namespace ch06 {
 
 double cuda_us_per_call(const std::function<void()>& f, int iters, int reps) {
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
   for (int w = 0; w < 3; ++w) f();  // warm-up: the caching allocator fills, kernels load
-  std::vector<float> us(reps);
-  for (int r = 0; r < reps; ++r) {
-    ZERO_CUDA_CHECK(cudaEventRecord(start));
+  const float ms = zero::tools::median_gpu_ms([&] {
     for (int i = 0; i < iters; ++i) f();
-    ZERO_CUDA_CHECK(cudaEventRecord(stop));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    us[r] = ms * 1e3f / iters;
-  }
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(us.begin(), us.end());
-  return us[reps / 2];
+  }, 0, reps);
+  return ms * 1e3 / iters;
 }
 
 double cuda_copy_gbs(size_t bytes, int reps) {

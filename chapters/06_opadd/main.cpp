@@ -5,7 +5,7 @@
 // through DefaultTensorContext) -> ops::add (checks) -> binary_cpu / binary_cuda.
 // Backward: Tensor::Backward (engine.cpp) -> OpAdd::Backward_ -> sum_to_shape -> a.Grad().
 // Your exercise (op_mul_add.h) adds an op of your own and its backward. The trace runs
-// on the CPU and, when there is one, on the GPU; gpu.cu only holds the event timers.
+// on the CPU and, when there is one, on the GPU; gpu.cu only holds the GPU timers.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include "op_mul_add.h"  // your exercise: solutions/06_opadd or exercises/06_opadd
+#include "tools/gpu_median.h"
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/graph.h"
@@ -172,8 +173,9 @@ int trace_backward(Device device) {
 using Timer = std::function<double(const std::function<void()>&, int iters, int reps)>;
 using CopyGbs = std::function<double(size_t bytes, int reps)>;  // the bandwidth baseline
 
-// Microseconds per call of `f`: the median of `reps` runs of at least `iters` calls and
-// 20 ms each (less is scheduler noise on a small shared machine), after 20 ms of warm-up.
+// Microseconds per call of `f`: the median (median_cpu_ms) of `reps` runs of at least
+// `iters` calls and 20 ms each (less is scheduler noise on a small shared machine), after
+// 20 ms of warm-up.
 double host_us_per_call(const std::function<void()>& f, int iters, int reps) {
   using Clock = std::chrono::steady_clock;
   const auto us_since = [](Clock::time_point t0) {
@@ -183,14 +185,10 @@ double host_us_per_call(const std::function<void()>& f, int iters, int reps) {
   const Clock::time_point warm = Clock::now();
   while (calls < 3 || us_since(warm) < 20e3) f(), ++calls;
   calls = std::max<int64_t>(iters, static_cast<int64_t>(20e3 * calls / us_since(warm)) + 1);
-  std::vector<double> us;
-  for (int r = 0; r < reps; ++r) {
-    const Clock::time_point t0 = Clock::now();
+  const double ms = tools::median_cpu_ms([&] {
     for (int64_t i = 0; i < calls; ++i) f();
-    us.push_back(us_since(t0) / static_cast<double>(calls));
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  }, 0, reps);
+  return ms * 1e3 / static_cast<double>(calls);
 }
 
 // memcpy of `bytes` split over as many threads as ops::add uses for that many floats

@@ -58,8 +58,9 @@ int bias_epilogue(const Options& options) {
     const double diff = relative_difference(fused, unfused);
     const bool ok = diff < 1e-5;
     failures += !ok;
-    const float fused_ms = median_ms([&] { zero::linear(x, w, b); }, 2, reps);
-    const float unfused_ms = median_ms([&] { zero::matmul(x, w.Transpose(0, 1)) + b; }, 2, reps);
+    const float fused_ms = median_gpu_ms([&] { zero::linear(x, w, b); }, 2, reps);
+    const float unfused_ms =
+        median_gpu_ms([&] { zero::matmul(x, w.Transpose(0, 1)) + b; }, 2, reps);
     // The separate add reads y and b and writes y: 2 * n * out floats more than the GEMM.
     const double extra_mb = 2.0 * n * s.out * 4 / 1e6;
     std::printf("  %-32s %10.3f %12.3f %8.2fx %14.0f%s\n", s.name, fused_ms, unfused_ms,

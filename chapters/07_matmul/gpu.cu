@@ -168,12 +168,12 @@ int gemm_modes(const Options& options, DirectCublas& direct) {
           std::sqrt(zero::sum(diff * diff).Item() / zero::sum(c_fp32 * c_fp32).Item());
       const bool ok = error <= mode.tolerance && error_direct <= mode.tolerance;
       failures += !ok;
-      const float zero_ms = median_ms([&] { zero::matmul(a, b); }, warmup, reps);
+      const float zero_ms = median_gpu_ms([&] { zero::matmul(a, b); }, warmup, reps);
       std::printf("  %-13s %9.3f %9.1f %6.1f%%", mode.name, zero_ms, tflops(flops, zero_ms),
                   100.0 * tflops(flops, zero_ms) / mode.peak_tflops);
       if (mode.direct) {
-        const float direct_ms =
-            median_ms([&] { direct.Gemm(a, b, c_direct, mode.compute, mode.half); }, warmup, reps);
+        const float direct_ms = median_gpu_ms(
+            [&] { direct.Gemm(a, b, c_direct, mode.compute, mode.half); }, warmup, reps);
         std::printf(" %11.3f %12.3f", direct_ms, zero_ms / direct_ms);
       } else {
         std::printf(" %11s %12s", "-", "-");
@@ -193,7 +193,7 @@ double copy_tbps(int64_t floats, int reps) {
   const TensorOption cuda = TensorOption().OnDevice(Device::Cuda(0));
   const Tensor src = Tensor::Zeros({floats}, cuda), dst = Tensor::Empty({floats}, cuda);
   const size_t bytes = static_cast<size_t>(floats) * 4;
-  const float ms = median_ms(
+  const float ms = median_gpu_ms(
       [&] { ZERO_CUDA_CHECK(cudaMemcpy(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice)); },
       2, reps);
   return 2.0 * bytes / (ms * 1e-3) / 1e12;  // read + write
@@ -224,7 +224,7 @@ int gemv_to_gemm(const Options& options) {
     const double error = Reference{x.ToVector<float>(), w_host, batch, K, N}.worst_error(y);
     const bool ok = error <= kModes[0].tolerance;
     failures += !ok;
-    const float ms = median_ms([&] { zero::matmul(x, w); }, 2, reps);
+    const float ms = median_gpu_ms([&] { zero::matmul(x, w); }, 2, reps);
     const double flops = 2.0 * batch * K * N, bytes = 4.0 * (K * N + batch * K + batch * N);
     const double roof = std::min(kPeakFp32Tflops, flops / bytes * bw);
     std::printf("  %6lld %10.1f %12.2f %10.2f %14.2f %10.1f%% %10.1e%s\n",

@@ -1,12 +1,9 @@
-// Chapter 07: what main.cpp (the CPU half) and gpu.cu (the GPU half) share: the
-// options, the datasheet figures the measurements are compared with, and the entry
-// point of the GPU half (defined only when the chapter is built with CUDA).
+// Chapter 07: what main.cpp (the CPU half), gpu.cu (the GPU half) and epilogue.cu share:
+// the options, the datasheet figures the measurements are compared with, the timer, and
+// the entry points of the GPU half (defined only when the chapter is built with CUDA).
 #pragma once
 
-#include <algorithm>
-#include <vector>
-
-#include "zero/core/stream.h"
+#include "tools/gpu_median.h"
 
 namespace ch07 {
 
@@ -25,21 +22,10 @@ constexpr double kPeakHbmTBps = 4.8;
 // results that failed their check against the CPU reference.
 int run_gpu_part(const Options& options);
 
-// Median milliseconds of `reps` runs of `work` after `warmup` untimed runs, each timed
-// with CUDA events on the default stream (chapter 08 explains why events).
-template <typename Work>
-float median_ms(Work&& work, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) work();
-  zero::cuda::EventTimer timer;
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    timer.Start();
-    work();
-    ms[i] = timer.Stop();
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
-}
+// Every GPU time of the chapter: median milliseconds of `reps` runs after `warmup`
+// untimed ones, each timed with CUDA events on the default stream (chapter 08 explains
+// why events).
+using zero::tools::median_gpu_ms;
 
 // Section 5 (epilogue.cu): zero::linear (bias added in the cuBLASLt epilogue) against a
 // GEMM followed by an add; returns the number of mismatches.

@@ -9,6 +9,7 @@
 
 #include "gpu.h"
 #include "ring_allreduce.h"  // your exercise: bus_bandwidth uses your traffic factor
+#include "tools/gpu_median.h"
 #include "zero/core/philox.h"
 #include "zero/core/stream.h"
 #include "zero/distributed/data_parallel.h"
@@ -18,25 +19,8 @@ namespace ch10 {
 namespace {
 
 using zero::Tensor;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median milliseconds of `reps` runs of `work` on the default stream, after `warmup`.
-template <typename F>
-double time_ms(int device, int warmup, int reps, F&& work) {
-  for (int i = 0; i < warmup; ++i) work();
-  zero::cuda::EventTimer timer(device);
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    timer.Start();
-    work();
-    ms.push_back(timer.Stop());
-  }
-  return median(ms);
-}
+using zero::tools::median;
+using zero::tools::median_gpu_ms;  // CUDA events on the default stream, after a warm-up
 
 // Every element of `t` equals `value` (read back to the host: the CPU check).
 bool all_equal(const Tensor& t, float value) {
@@ -69,7 +53,8 @@ int bandwidth_sweep(zero::dist::Communicator& comm, const Options& options, doub
     comm.AllReduceSum(t, compute);
     bool ok = all_equal(t, sum);
     // Timed: the average of equal buffers leaves them unchanged, so the check holds after.
-    const double ms = time_ms(dev, warmup, reps, [&] { comm.AllReduceAverage(t, compute); });
+    const double ms =
+        median_gpu_ms([&] { comm.AllReduceAverage(t, compute); }, warmup, reps, dev);
     ok = ok && all_equal(t, sum);
     failures += ok ? 0 : 1;
     const double algbw = bytes / (ms / 1e3) / 1e9;
@@ -77,7 +62,7 @@ int bandwidth_sweep(zero::dist::Communicator& comm, const Options& options, doub
     char versus[64] = "";
     if (world == 1) {  // nothing to exchange: compare with copying the same buffer once
       Tensor copy = Tensor::Empty({n}, opt);
-      const double copy_ms = time_ms(dev, warmup, reps, [&] { copy.CopyFrom_(t); });
+      const double copy_ms = median_gpu_ms([&] { copy.CopyFrom_(t); }, warmup, reps, dev);
       std::snprintf(versus, sizeof(versus), "copy %.1f us: all-reduce at %.0f%% of its speed",
                     copy_ms * 1e3, 100.0 * copy_ms / ms);
     } else if (link_gbs > 0) {

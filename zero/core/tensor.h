@@ -8,10 +8,18 @@
 /// Note [Where Tensor's methods are defined]
 /// This header is the vocabulary every layer speaks, so it declares the whole
 /// interface; each method is defined in the lowest layer that can implement it:
-/// memory and metadata in core/tensor.cpp, filling, random numbers and copies in
-/// kernels/tensor_factories.cpp, and views (which record gradients) in
-/// autograd/tensor_methods.cpp. Source files still depend only downwards.
+/// memory, metadata and autograd state in core/tensor.cpp; the factories (filled,
+/// random, from values) and the host reads (`Item`, `ToVector`, `ToString`) in
+/// kernels/tensor_factories.cpp; views, `To`, `Clone` and the in-place updates (which
+/// record gradients, or refuse to while recording) in autograd/tensor_methods.cpp;
+/// `Backward` in autograd/engine.cpp. Source files still depend only downwards.
 /// Math on tensors (`a + b`, `matmul`, `softmax` ...) is in autograd/functional.h.
+///
+/// Names: a trailing underscore on a public method means it writes this tensor's
+/// elements in place (`Fill_`, `CopyFrom_`, like PyTorch's `fill_`, `copy_`); on a
+/// protected or private method it marks a hook or helper, not an in-place write
+/// (`TensorOp`'s `OpValue_` and `Backward_`, `GPT::Hidden_`). `SetRequiresGrad`,
+/// `SetGrad` and `ZeroGrad` change only autograd state, so they have none.
 #pragma once
 
 #include <cstdint>
@@ -196,7 +204,8 @@ class Tensor {
   /// @}
 
   /// @name In-place updates (not recorded; for initialisation and optimisers)
-  /// They throw if the tensor requires grad while gradients are being recorded.
+  /// Named with a trailing underscore (see the file's notes). They throw if the tensor
+  /// requires grad while gradients are being recorded.
   /// @{
 
   /// Sets every element to `value`.

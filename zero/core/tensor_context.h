@@ -48,19 +48,21 @@ class RawAllocator {
 // that read it are still queued. Handing the block straight to the next request is
 // safe only because of stream order: the next user's kernels are queued on the same
 // stream, behind every kernel of the previous user, so they cannot touch the bytes
-// before those kernels have finished. Zero launches every kernel and copy on the
+// before those kernels have finished. Zero's ops launch every kernel and copy on the
 // legacy default stream (kernels/cuda/cuda_common.cuh, current_stream()), a single
-// stream shared by all host threads, so today every block is used in stream order.
+// stream shared by all host threads, and every tensor's block is allocated for it.
 //
-// The pool keeps that true when more streams arrive: each block records the stream
-// it was allocated for (its owner), keeps it while cached, and is handed out again
-// only to requests for that same stream. Reuse within one stream needs no
-// synchronisation at all. What the pool cannot see is a block used on a *second*
-// stream (allocated for A, read by a kernel on B): freed, it would go back to A
-// while B may still be reading it. A multi-stream user must either keep every
-// tensor on the stream it was allocated for, or add a `RecordStream(ptr, stream)`
-// hook that makes such a block wait (with a CUDA event) for the other stream
-// before it is reused; PyTorch's CUDACachingAllocator does the latter.
+// The pool is ready for blocks of more streams: each block records the stream it
+// was allocated for (its owner), keeps it while cached, and is handed out again only
+// to requests for that same stream. Reuse within one stream needs no synchronisation
+// at all. What the pool cannot see is a block used on a *second* stream (allocated
+// for A, read by a kernel on B): freed, it would go back to A while B may still be
+// reading it. Side streams exist (cuda/stream.h, chapter 08; the all-reduce stream
+// of dist/data_parallel.cpp), and their users follow Note [Tensors used on another
+// stream] in cuda/stream.h: such a tensor is released only once the side stream's work
+// on it is done (that stream synchronised, or the default stream made to wait on an
+// event). PyTorch's CUDACachingAllocator instead lets a `RecordStream(ptr, stream)`
+// hook make the block itself wait for the other stream before it is reused.
 // The CUDA context refuses to build with per-thread default streams
 // (nvcc --default-stream per-thread), where "stream 0" would differ per host thread.
 

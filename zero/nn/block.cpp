@@ -1,9 +1,10 @@
-// The transformer block and its two halves: causal self-attention and the MLP.
+// The transformer block and its two halves: causal self-attention and the MLP (block.h).
 // Shapes: B batch, T time, C = n_embd, H = n_head, D = C / H (head size).
+#include "zero/nn/block.h"
+
 #include <cmath>
 
 #include "zero/autograd/functional.h"
-#include "zero/nn/gpt.h"
 
 namespace zero::nn {
 

@@ -5,7 +5,7 @@
 /// functional op (autograd/functional.h): the layer adds names, initialisation and mode,
 /// the op does the arithmetic and its gradient. Initialisation draws from a caller's
 /// `Generator`, so a model built twice from one seed is the same model on any device.
-/// Read next: nn/gpt.h (attention, MLP, block and the GPT; block.cpp implements the block).
+/// Read next: nn/block.h (attention, the MLP and the block built from these), nn/gpt.h.
 #pragma once
 
 #include <cstdint>
