@@ -24,10 +24,8 @@ constexpr int64_t kMaxCudaHeadDim = 128;
 // `t` has `dtype`, exactly `sizes` and a last dimension of stride 1 (rows of D floats,
 // the one layout requirement of the kernels); other strides are free.
 void check_rows(const char* op, const Tensor& t, const char* what, const Shape& sizes) {
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
-             to_string(t.dtype()));
-  ZERO_CHECK(t.sizes() == sizes, op, ": expected ", what, " of shape ", shape_to_string(sizes),
-             ", got ", shape_to_string(t.sizes()));
+  check_dtype(op, t, what, DataType::F32);
+  check_shape(op, t, what, sizes);
   ZERO_CHECK(t.size(-1) == 1 || t.stride(-1) == 1, op, ": expected ", what,
              " with a contiguous last dimension (stride 1), got strides ",
              shape_to_string(t.strides()), "; call .Contiguous()");
@@ -54,11 +52,6 @@ std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k,
   return {B, H, Tq, Tk, D};
 }
 
-void check_dropout_p(const char* op, float dropout_p) {
-  ZERO_CHECK(dropout_p >= 0.0f && dropout_p < 1.0f, op,
-             ": expected a dropout probability in [0, 1), got ", dropout_p);
-}
-
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
@@ -67,7 +60,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
   const char* op = "attention";
   check_same_device(op, {&q, &k, &v, &out, &lse});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
-  check_dropout_p(op, dropout_p);
+  check_drop_probability(op, dropout_p);
   check_rows(op, out, "out", q.sizes());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   if (out.numel() == 0 && lse.numel() == 0) return;
@@ -81,7 +74,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   const char* op = "attention backward";
   check_same_device(op, {&q, &k, &v, &out, &lse, &grad_out, &grad_q, &grad_k, &grad_v});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
-  check_dropout_p(op, dropout_p);
+  check_drop_probability(op, dropout_p);
   check_rows(op, out, "out", q.sizes());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   check_rows(op, grad_out, "grad_out", q.sizes());

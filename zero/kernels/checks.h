@@ -61,7 +61,7 @@ inline void check_dim(const char* op, const Tensor& t, int dim) {
 
 // A probability of dropping, in [0, 1): p = 1 would scale the kept nothing by 1/0.
 inline void check_drop_probability(const char* op, float p) {
-  ZERO_CHECK(p >= 0.0f && p < 1.0f, op, ": expected a drop probability p in [0, 1), got ", p,
+  ZERO_CHECK(p >= 0.0f && p < 1.0f, op, ": expected a dropout probability p in [0, 1), got ", p,
              p == 1.0f ? " (p = 1 would drop everything and scale by 1/0: use p < 1)" : "");
 }
 

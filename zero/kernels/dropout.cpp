@@ -1,6 +1,7 @@
 // Dispatch for dropout: check p, shapes, dtypes, devices and layouts, then call the
 // CPU or CUDA kernel. The mask is never stored: both directions recompute it from
 // (seed, offset) with Philox (core/philox.h), so it is the same on every device.
+#include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -10,22 +11,12 @@ ZERO_DEFINE_KERNEL(dropout_forward);
 ZERO_DEFINE_KERNEL(dropout_backward);
 namespace {
 
-void check_operand(const char* op, const Tensor& t, const char* name) {
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", name, " of dtype f32, got ",
-             to_string(t.dtype()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", name,
-             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
-}
-
 void check_dropout(const char* op, float p, const Tensor& in, const char* in_name,
                    const Tensor& out, const char* out_name) {
   check_same_device(op, {&in, &out});
-  ZERO_CHECK(p >= 0.0f && p < 1.0f, op, ": expected a drop probability p in [0, 1), got ", p,
-             p == 1.0f ? " (p = 1 would drop everything and scale by 1/0: use p < 1)" : "");
-  check_operand(op, in, in_name);
-  check_operand(op, out, out_name);
-  ZERO_CHECK(out.sizes() == in.sizes(), op, ": expected ", out_name, " of shape ",
-             shape_to_string(in.sizes()), ", got ", shape_to_string(out.sizes()));
+  check_drop_probability(op, p);
+  check_tensor(op, in, in_name, DataType::F32, in.sizes());
+  check_tensor(op, out, out_name, DataType::F32, in.sizes());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Dispatch for the embedding lookup: check shapes, dtypes, devices and layouts, then
 // call the CPU or CUDA kernel. Ids are validated by the kernels, which read them
 // (the CPU one before writing anything); see cpu/embedding_cpu.cpp.
+#include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -18,29 +19,20 @@ Shape gathered_shape(const Tensor& ids, int64_t c) {
 }
 
 void check_table(const char* op, const Tensor& t, const char* what) {
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
-             to_string(t.dtype()));
+  check_dtype(op, t, what, DataType::F32);
   ZERO_CHECK(t.dim() == 2, op, ": expected ", what, " of shape [V, C], got ",
              shape_to_string(t.sizes()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what,
-             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
+  check_contiguous(op, t, what);
 }
 
 void check_rows(const char* op, const Tensor& t, const char* what, const Tensor& ids,
                 int64_t c) {
   const Shape expected = gathered_shape(ids, c);
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
-             to_string(t.dtype()));
+  check_dtype(op, t, what, DataType::F32);
   ZERO_CHECK(t.sizes() == expected, op, ": expected ", what, " of shape ",
              shape_to_string(expected), " (ids ", shape_to_string(ids.sizes()), " + [C]), got ",
              shape_to_string(t.sizes()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what,
-             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
-}
-
-void check_ids(const char* op, const Tensor& ids) {
-  ZERO_CHECK(ids.dtype() == DataType::I32, op, ": expected ids of dtype i32, got ",
-             to_string(ids.dtype()));
+  check_contiguous(op, t, what);
 }
 
 }  // namespace
@@ -49,7 +41,7 @@ void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& ou
   const char* op = "embedding";
   check_same_device(op, {&weight, &ids, &out});
   check_table(op, weight, "weight");
-  check_ids(op, ids);
+  check_dtype(op, ids, "ids", DataType::I32);
   check_rows(op, out, "output", ids, weight.size(1));
   embedding_forward_kernel(out.device(), weight, ids, out);
 }
@@ -58,7 +50,7 @@ void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor&
   const char* op = "embedding backward";
   check_same_device(op, {&grad_out, &ids, &grad_weight});
   check_table(op, grad_weight, "grad_weight");
-  check_ids(op, ids);
+  check_dtype(op, ids, "ids", DataType::I32);
   check_rows(op, grad_out, "grad_out", ids, grad_weight.size(1));
   embedding_backward_kernel(grad_weight.device(), grad_out, ids, grad_weight);
 }

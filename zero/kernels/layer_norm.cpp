@@ -1,6 +1,7 @@
 // Dispatch for LayerNorm over the last dimension: check shapes, dtypes, devices and
 // layouts, then call the CPU or CUDA kernel. x is read as N rows of C (C = last dim);
 // mean and rstd hold one value per row. The kernels are in cpu/layer_norm_cpu.cpp.
+#include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -11,10 +12,8 @@ ZERO_DEFINE_KERNEL(layer_norm_backward);
 namespace {
 
 void check_f32_contiguous(const char* op, const Tensor& t, const char* what) {
-  ZERO_CHECK(t.dtype() == DataType::F32, op, ": expected ", what, " of dtype f32, got ",
-             to_string(t.dtype()));
-  ZERO_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what,
-             " (call .Contiguous() first), got strides ", shape_to_string(t.strides()));
+  check_dtype(op, t, what, DataType::F32);
+  check_contiguous(op, t, what);
 }
 
 // The [C] parameters must match x's last dimension; the message names both shapes.
@@ -31,11 +30,6 @@ void check_row_stats(const char* op, const Tensor& t, const char* what, const Te
   ZERO_CHECK(t.numel() == rows, op, ": expected ", what, " with one value per row (", rows,
              " for x of shape ", shape_to_string(x.sizes()), "), got shape ",
              shape_to_string(t.sizes()));
-}
-
-void check_same_shape(const char* op, const Tensor& t, const char* what, const Tensor& x) {
-  ZERO_CHECK(t.sizes() == x.sizes(), op, ": expected ", what, " of x's shape ",
-             shape_to_string(x.sizes()), ", got ", shape_to_string(t.sizes()));
 }
 
 }  // namespace
@@ -56,7 +50,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
   check_f32_contiguous(op, rstd, "rstd");
   check_param(op, weight, "weight", x);
   check_param(op, bias, "bias", x);
-  check_same_shape(op, y, "output", x);
+  check_shape(op, y, "output", x.sizes());
   check_row_stats(op, mean, "mean", x);
   check_row_stats(op, rstd, "rstd", x);
   layer_norm_forward_kernel(x.device(), x, weight, bias, eps, y, mean, rstd);
@@ -78,8 +72,8 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
   check_f32_contiguous(op, grad_x, "grad_x");
   check_f32_contiguous(op, grad_weight, "grad_weight");
   check_f32_contiguous(op, grad_bias, "grad_bias");
-  check_same_shape(op, grad_y, "grad_y", x);
-  check_same_shape(op, grad_x, "grad_x", x);
+  check_shape(op, grad_y, "grad_y", x.sizes());
+  check_shape(op, grad_x, "grad_x", x.sizes());
   check_param(op, weight, "weight", x);
   check_param(op, grad_weight, "grad_weight", x);
   check_param(op, grad_bias, "grad_bias", x);

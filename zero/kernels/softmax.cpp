@@ -2,6 +2,7 @@
 // backward. The kernels treat a contiguous tensor as rows of its last dimension,
 // so every operand must be contiguous F32 of one shape (the autograd ops in
 // autograd/ops/softmax_ops.cpp call Contiguous() first).
+#include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -17,15 +18,7 @@ namespace {
 void check_rows(const char* op, const Tensor& ref, const std::vector<const Tensor*>& operands) {
   check_same_device(op, operands);
   ZERO_CHECK(ref.dim() >= 1, op, ": expected at least a 1-d tensor, got a 0-d tensor");
-  for (const Tensor* t : operands) {
-    ZERO_CHECK(t->dtype() == DataType::F32, op, ": expected f32 tensors, got ",
-               to_string(t->dtype()));
-    ZERO_CHECK(t->sizes() == ref.sizes(), op, ": expected every operand of shape ",
-               shape_to_string(ref.sizes()), ", got ", shape_to_string(t->sizes()));
-    ZERO_CHECK(t->is_contiguous(), op, ": expected contiguous tensors, got strides ",
-               shape_to_string(t->strides()), " for shape ", shape_to_string(t->sizes()),
-               "; call .Contiguous() first");
-  }
+  for (const Tensor* t : operands) check_tensor(op, *t, "every operand", DataType::F32, ref.sizes());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Tensor's factories and host access: the Tensor methods that need kernels
-// (fill, random numbers, copies). See Note [Where Tensor's methods are defined].
+// Tensor's factories and host access: the Tensor methods that need kernels but no
+// autograd (Zeros, Rand, From, Item, ToString, ...). See Note [Where Tensor's methods
+// are defined].
 #include <algorithm>
 #include <cstdint>
 #include <iomanip>

@@ -1,11 +1,13 @@
 /// @file
-/// The kernel dispatch layer: one function per kernel, `ops::add(a, b, out)`.
+/// The kernel layer: every kernel of Zero, declared once, `ops::add(a, b, out)`.
 ///
 /// Each function checks its arguments (devices agree, shapes fit, dtypes match),
-/// then calls the CPU (`add_cpu`, in kernels/cpu/) or CUDA (`add_cuda`, in
-/// kernels/cuda/) implementation. Outputs are allocated by the caller (the autograd
-/// layer), and passed as `const Tensor&`: the handle is const, the elements are not.
-/// Nothing here records gradients. Read next: autograd/tensor_op.h.
+/// then calls its kernel's stub, which runs the CPU (kernels/cpu/) or CUDA
+/// (kernels/cuda/) implementation registered for the device (dispatch.h); the
+/// signature written here is the one every implementation has. Outputs are allocated
+/// by the caller (the autograd layer), and passed as `const Tensor&`: the handle is
+/// const, the elements are not. Nothing here records gradients. Read next:
+/// dispatch.h, then autograd/tensor_op.h.
 #pragma once
 
 #include <cstdint>
