@@ -16,8 +16,8 @@ namespace zero::ops {
 /// 2a + 1 against keys 2c and 2c + 1. Square (bh, a, c) takes the four words of Philox
 /// block ceil(offset / 4) + (bh * ceil(Tq / 2) + a) * ceil(Tk / 2) + c, word
 /// 2 (i % 2) + j % 2 for probability (i, j). A CUDA thread holds exactly such a square
-/// (Note [Flash attention], dropout), so one block evaluation gives all four of its
-/// factors.
+/// (Note [Attention dropout squares] in cuda/attention_dropout_squares.cuh), so one block
+/// evaluation gives all four of its factors.
 struct AttentionDropout {
   /// Drops with probability `p` in [0, 1), drawing from stream words `offset`.. of `seed`,
   /// for queries of length `tq` against keys of length `tk`.

@@ -1,8 +1,9 @@
 // Flash attention forward on the Tensor Cores: one block per 64-query tile streams the
 // keys and values through shared memory with an online softmax, writing the output and
-// one logsumexp per query row; nothing of size [Tq, Tk] is stored. Note [Flash
-// attention] and Note [Tensor Cores in FP32] in attention.cuh explain the tiles, the
-// register layouts and the strided operands; the backward is attention_backward.cu.
+// one logsumexp per query row; nothing of size [Tq, Tk] is stored. The same forward in
+// plain FP32, one thread per query row, is attention_reference.cu; Note [Flash
+// attention] in attention.cuh explains the tiles and lists the parts this kernel is built
+// from. The backward is attention_backward.cu.
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
@@ -17,7 +18,7 @@ using namespace cuda::flash;
 // ---------------------------------------------------------------------------------
 // Kernel. grid = (B * H, query tiles), the last tile first; block = kThreads. Warp w
 // owns query rows q0 + 16 w ... of the tile; its thread (g, t) holds rows 2g and 2g + 1
-// of those (Q is loaded in pair order).
+// of those (Q is loaded in pair order, Note [Attention dropout squares]).
 
 // Up to kD = 64 a warp keeps its query rows in registers, read once from shared memory,
 // and the query tile needs no shared memory of its own after that: four tiles instead
@@ -64,6 +65,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attent
   }
 
   float o[kD / 8][4] = {};  // 16 x kD: columns 8n.. in o[n]
+  // The running maximum and sum of each of the thread's two rows.
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   // Keys past the tile's last query are masked for every row: skip them.
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
@@ -90,64 +92,14 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attent
       }
     }
     // Online softmax of the thread's two rows (s[j][e] is row rows[e / 2]); the other
-    // 48 columns of a row are held by the 3 other threads of its quad.
-    float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + 8 * j + 2 * t + e % 2;
-        s[j][e] = visible(rows[e / 2], key, Tq, Tk, causal) ? s[j][e] * scale : -INFINITY;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
-      }
-    }
-    float m_use[2], alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int x = 0; x < 2; ++x) {
-      tile_max[x] = fmaxf(tile_max[x], __shfl_xor_sync(0xffffffffu, tile_max[x], 1));
-      tile_max[x] = fmaxf(tile_max[x], __shfl_xor_sync(0xffffffffu, tile_max[x], 2));
-      const float m_new = fmaxf(m[x], tile_max[x]);
-      // A row with nothing visible yet keeps m = -inf; subtract 0 instead so that
-      // exp(-inf - -inf) never makes a NaN (every p and alpha is then 0).
-      m_use[x] = m_new == -INFINITY ? 0.0f : m_new;
-      alpha[x] = __expf(m[x] - m_use[x]);
-      m[x] = m_new;
-    }
-#pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-      float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
-      drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = __expf(s[j][e] - m_use[e / 2]);
-        sum[e / 2] += p;
-        s[j][e] = p * f[e];  // V meets the dropped P; the sum takes the undropped P
-      }
-    }
-#pragma unroll
-    for (int x = 0; x < 2; ++x) {
-      sum[x] += __shfl_xor_sync(0xffffffffu, sum[x], 1);
-      sum[x] += __shfl_xor_sync(0xffffffffu, sum[x], 2);
-      l[x] = l[x] * alpha[x] + sum[x];
-    }
-#pragma unroll
-    for (int n = 0; n < kD / 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
-    }
-    // O += P V: P's accumulator is the A operand as it is (Note [Tensor Cores in FP32]).
-#pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-      float a[4];
-      acc_as_a(a, s[j]);
-      const Tf32<kExact, 4> fa = split<kExact>(a);
-#pragma unroll
-      for (int n = 0; n < kD / 8; ++n) {
-        float b[2];
-        b_rows<kD>(b, vs(buf), 8 * j, 8 * n);
-        mma<kExact>(o[n], fa, split<kExact>(b));
-      }
-    }
+    // 48 columns of a row are held by the 3 other threads of its quad (Note [Online
+    // softmax in registers]). Then O += P V, P's accumulator used as the A operand as it
+    // is (Note [Tensor-Core fragments]).
+    float m_use[2], alpha[2];
+    softmax_max_step(s, m, m_use, alpha, rows, k0, Tq, Tk, causal, scale);
+    softmax_sum_step(s, l, m_use, alpha, rows, k0, bh, drop);
+    softmax_rescale<kD>(o, alpha);
+    times_tile<kD, kExact>(o, s, vs(buf));
     __syncthreads();  // every warp is done with ks(buf), vs(buf): the next load may reuse them
   }
   float* op = out.slice(bh, H);

@@ -1,9 +1,9 @@
 // Flash attention backward on the Tensor Cores: delta = rowsum(dO * O) first, then one
 // kernel per 64-key tile for dK and dV and one per 64-query tile for dQ, each
 // recomputing the probabilities (and the dropout mask) tile by tile from the saved
-// logsumexp. Note [Flash attention] and Note [Tensor Cores in FP32] in attention.cuh
-// have the formulas, the register layouts and the strided operands; the forward is
-// attention.cu.
+// logsumexp. The same gradients in plain FP32, one thread per row, are in
+// attention_reference.cu; Note [Flash attention] in attention.cuh has the formulas and
+// lists the parts these kernels are built from. The forward is attention.cu.
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
@@ -19,8 +19,8 @@ using namespace cuda::flash;
 // ---------------------------------------------------------------------------------
 // Kernels. grid = (B * H, tiles of the owned operand); block = kThreads. Warp w owns
 // rows 16 w ... of the block's tile; its thread (g, t) holds rows 2g and 2g + 1 of
-// those (the owned operands are loaded in pair order) and, of a 16 x 64 score tile,
-// columns 8j + 2t and 8j + 2t + 1 in s[j].
+// those (the owned operands are loaded in pair order, Note [Attention dropout squares])
+// and, of a 16 x 64 score tile, columns 8j + 2t and 8j + 2t + 1 in s[j].
 
 // delta[row] = sum_d dO[row][d] * O[row][d] for row = bh * Tq + i, one warp per row.
 __global__ void attention_delta_kernel(In grad_out, In out, float* delta, int64_t rows, int H,
@@ -55,23 +55,6 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* 
       b_cols<kD>(fd, dd, 8 * j, kk);
       mma<kExact>(s[j], ta, split<kExact>(fb));
       mma<kExact>(d[j], tc, split<kExact>(fd));
-    }
-  }
-}
-
-// acc[n] += P B for P a warp's 16 x 64 accumulators and B a 64 x kD shared tile.
-template <int kD, bool kExact>
-__device__ void times_tile(float acc[kD / 8][4], const float p[kSteps][4], const float* b) {
-#pragma unroll
-  for (int j = 0; j < kSteps; ++j) {
-    float a[4];
-    acc_as_a(a, p[j]);
-    const Tf32<kExact, 4> ta = split<kExact>(a);
-#pragma unroll
-    for (int n = 0; n < kD / 8; ++n) {
-      float fb[2];
-      b_rows<kD>(fb, b, 8 * j, 8 * n);
-      mma<kExact>(acc[n], ta, split<kExact>(fb));
     }
   }
 }

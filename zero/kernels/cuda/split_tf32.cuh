@@ -21,7 +21,7 @@
 // Chapter 07 measures it against a double reference at 4096^3: SGEMM 1.2e-7, split TF32
 // 6.9e-7 (3.0e-6 before the small products went first), one TF32 product 1.8e-5.
 // CUTLASS calls this "3xTF32"; the fused attention does the same split in its own
-// kernels (Note [Tensor Cores in FP32]).
+// kernels (Note [Tensor Cores in FP32] in attention_tf32.cuh).
 //
 // The price is a pass that writes each operand's pieces (three times its size, freed
 // after the GEMM). That pass moves about 16 (m + n) k bytes while the GEMM saves time in

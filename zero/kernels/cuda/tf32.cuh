@@ -1,6 +1,6 @@
 // Rounding an FP32 value to TF32, the input format of the Tensor Cores' FP32 path:
 // FP32's 8-bit exponent and the top 10 of its 23 mantissa bits. Shared by the fused
-// attention (attention.cuh) and the split-TF32 GEMM operands (split_tf32.cu).
+// attention (attention_tf32.cuh) and the split-TF32 GEMM operands (split_tf32.cu).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,100 @@
+// Which thread of a warp holds which element of a Tensor-Core operand, the reads that
+// gather those elements from a shared tile, and the one product that follows a softmax,
+// acc += P B. Part of the fast kernels (attention.cuh lists the parts); the product
+// itself is attention_tf32.cuh, the tiles attention_tiles.cuh.
+//
+// Note [Tensor-Core fragments]
+// The PTX ISA fixes which elements each thread holds for mma.sync m16n8k8. With
+// g = lane / 4 and t = lane % 4: A (16 x 8) holds (g, t), (g + 8, t), (g, t + 4),
+// (g + 8, t + 4); B (8 x 8) holds (k = t, n = g) and (t + 4, g); the accumulator
+// (16 x 8) holds (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1). So the 4 threads
+// of a quad (same g) share two rows: their softmax is 4 threads' business
+// (attention_softmax.cuh), never a trip through shared memory.
+//
+// P = softmax(S) comes out in the accumulator layout, but P V needs it as an A operand,
+// where the columns a thread holds are t and t + 4 instead of 2t and 2t + 1. Rather
+// than exchange values between threads, the product sums over the 8 keys of a step in a
+// different order: A's column t stands for key 2t and column t + 4 for key 2t + 1, and
+// B's rows are read in the same order (`b_rows`). A sum does not depend on its order, so
+// the accumulator of S is reused as A directly (`acc_as_a`), with no shuffle at all
+// (docs/speed_notes.md, item 5; WMMA, which hides the layout, had to round-trip S
+// through shared memory, item 3).
+#pragma once
+
+#include "zero/kernels/cuda/attention_tf32.cuh"
+#include "zero/kernels/cuda/attention_tiles.cuh"
+
+namespace zero::ops::cuda::flash {
+
+// The A operand of rows [r0, r0 + 16), columns [k0, k0 + 8) of a shared tile.
+template <int kD>
+__device__ inline void a_rows(float a[4], const float* tile, int r0, int k0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const float* p = tile + (r0 + g) * kLd<kD> + k0 + t;
+  a[0] = p[0], a[1] = p[8 * kLd<kD>], a[2] = p[4], a[3] = p[8 * kLd<kD> + 4];
+}
+
+// The B operand B(k, n) = M[n0 + n][k0 + k] of a shared tile M: its rows read as
+// columns, as K is in S = Q K^T.
+template <int kD>
+__device__ inline void b_cols(float b[2], const float* tile, int n0, int k0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const float* p = tile + (n0 + g) * kLd<kD> + k0 + t;
+  b[0] = p[0], b[1] = p[4];
+}
+
+// The B operand B(k, n) = M[k0 + k][n0 + n] of a shared tile M with its 8 rows taken
+// in the order of an accumulator used as A: rows 2t and 2t + 1 (Note [Tensor-Core
+// fragments]), as V is in P V.
+template <int kD>
+__device__ inline void b_rows(float b[2], const float* tile, int k0, int n0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const float* p = tile + (k0 + 2 * t) * kLd<kD> + n0 + g;
+  b[0] = p[0], b[1] = p[kLd<kD>];
+}
+
+// An accumulator (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) as the A operand of
+// the next product, columns in b_rows' order.
+__device__ inline void acc_as_a(float a[4], const float c[4]) {
+  a[0] = c[0], a[1] = c[2], a[2] = c[1], a[3] = c[3];
+}
+
+// acc[n] += P B for P a warp's 16 x 64 accumulators (keys 8j.. in p[j]) and B a 64 x kD
+// shared tile: O += P V in the forward, dV += Z^T dO, dK += dS^T Q and dQ += dS K in the
+// backward. Each A fragment is split once and used against all kD / 8 column steps.
+template <int kD, bool kExact>
+__device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4],
+                                  const float* b) {
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    float a[4];
+    acc_as_a(a, p[j]);
+    const Tf32<kExact, 4> ta = split<kExact>(a);
+#pragma unroll
+    for (int n = 0; n < kD / 8; ++n) {
+      float fb[2];
+      b_rows<kD>(fb, b, 8 * j, 8 * n);
+      mma<kExact>(acc[n], ta, split<kExact>(fb));
+    }
+  }
+}
+
+// Writes a warp's 16 x kD accumulators acc[n] (columns 8n..) times `scale` to rows
+// r0, r0 + 1, ... of a [rows, D] matrix whose rows are `ld` floats apart. The
+// accumulator rows are in pair order: thread (g, t) holds rows r0 + 2g and r0 + 2g + 1
+// (Note [Attention dropout squares]).
+template <int kD>
+__device__ inline void store_acc(float* dst, int64_t ld, const float (*acc)[4], float scale,
+                                 int r0, int rows, int D) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+#pragma unroll
+  for (int n = 0; n < kD / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = r0 + 2 * g + e / 2, d = 8 * n + 2 * t + e % 2;
+      if (r < rows && d < D) dst[r * ld + d] = acc[n][e] * scale;
+    }
+  }
+}
+
+}  // namespace zero::ops::cuda::flash

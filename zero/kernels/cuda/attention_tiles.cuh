@@ -1,0 +1,103 @@
+// The tiles of the fast attention kernels: their sizes, and the copies that bring rows of
+// q, k, v and dO from global into shared memory while the block computes on the tile
+// before. Part of the fast kernels (attention.cuh lists the parts); what the warps then
+// read out of a tile is attention_fragments.cuh.
+//
+// Note [Attention tiles in shared memory]
+// A block of kWarps = 4 warps owns a tile of kTile = 64 rows of one operand (16 rows a
+// warp) and streams the other operand through shared memory 64 rows at a time. A warp's
+// 16 x 64 scores are 32 floats a thread, which leaves registers for the output
+// accumulator (up to 64 floats a thread at D = 128) and exact mode's split operands;
+// exact mode's forward already uses 255 registers (docs/speed_notes.md, item 19).
+//
+// The head dimension D is padded up to a compiled width kD of 32, 64 or 128, with zeros
+// past the real D (zeros add nothing to a dot product), so any D <= 128 works; rows past
+// the operand's end are zeros as well. Rows are padded further, to kLd = kD + 4 floats.
+// A warp's fragment reads (attention_fragments.cuh) touch 8 rows and 4 columns (a_rows,
+// b_cols: thread (g, t) at row g, column t) or 4 rows and 8 columns (b_rows: row 2t,
+// column g). With a stride of kD + 4, kD a multiple of 32, those fall in banks 4 g + t
+// and 8 t + g, 32 different ones, where a stride of kD would put all 8 rows in the same
+// four banks.
+//
+// The streamed tiles are double-buffered: while the block computes on one, cp.async
+// copies the next into the other buffer, so the loads overlap the arithmetic
+// (docs/speed_notes.md, item 6). cp.async moves 16 bytes per instruction without passing
+// through registers, so it needs rows, strides and base 16-byte aligned (`async_ok` in
+// attention.cuh); otherwise the threads copy float by float, and the tile is the same.
+#pragma once
+
+#include <cstdint>
+
+#include "zero/kernels/cuda/attention_dropout_squares.cuh"
+
+namespace zero::ops::cuda::flash {
+
+constexpr int kTile = 64;                 // query rows and key rows per tile
+constexpr int kWarps = 4;                 // 16 rows of the tile each
+constexpr int kThreads = 32 * kWarps;
+constexpr int kSteps = kTile / 8;         // 8-key steps (or 8-column tiles) of a 64 tile
+template <int kD>
+constexpr int kLd = kD + 4;               // row stride of a shared tile, in floats
+
+// Starts copying rows [row0, row0 + 64) of a [rows, D] matrix whose rows are `ld`
+// floats apart into a shared tile, with zeros past the last row and past column D.
+//
+// With `async` (the caller checked that D, ld and the matrix start are multiples of 4
+// floats, 16 bytes) each thread issues 16-byte cp.async copies, which run while the
+// block computes on the tile before; `wait_tiles` makes them visible. Otherwise the
+// threads copy float by float and the tile is ready when this returns. Both paths
+// leave the same tile, so the kernels are written once for either.
+//
+// With `paired` the rows are stored in pair order (`pair_row`, Note [Attention dropout
+// squares]): the tile of an operand whose rows a warp takes as A.
+template <int kD>
+__device__ inline void load_tile(float* tile, const float* src, int64_t ld, int row0, int rows,
+                                 int D, bool async, bool paired) {
+  if (async) {
+    for (int c = threadIdx.x; c < kTile * kD / 4; c += kThreads) {
+      const int r = c / (kD / 4), d = c % (kD / 4) * 4;
+      const bool inside = row0 + r < rows && d < D;
+      const float* from = inside ? src + (row0 + r) * ld + d : src;
+      float* dst = tile + (paired ? pair_row(r) : r) * kLd<kD> + d;
+      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+      // A source size of 0 copies nothing and fills the 16 bytes with zeros.
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
+                   "r"(inside ? 16 : 0));
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < kTile * kD; e += kThreads) {
+    const int r = e / kD, d = e % kD;
+    tile[(paired ? pair_row(r) : r) * kLd<kD> + d] =
+        row0 + r < rows && d < D ? src[(row0 + r) * ld + d] : 0.0f;
+  }
+}
+
+// Closes the group of copies issued since the last call (cp.async.commit_group).
+__device__ inline void commit_tiles() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most `kPending` groups of this thread's copies are still in flight;
+// a __syncthreads() after it makes every thread's copies visible to the block.
+template <int kPending>
+__device__ inline void wait_tiles() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// One step of the key loop of the forward and dQ kernels: starts copying key and value
+// tile k_next of the [Tk, D] matrices kp and vp (rows k_row and v_row floats apart) into
+// the idle buffers ks_next, vs_next (when k_next < k_end), then waits for the copies
+// issued before, which fill the buffers about to be used. The caller's __syncthreads()
+// after this makes them visible to every warp.
+template <int kD>
+__device__ inline void next_key_tiles(float* ks_next, float* vs_next, const float* kp,
+                                      int64_t k_row, const float* vp, int64_t v_row, int k_next,
+                                      int k_end, int Tk, int D, bool async) {
+  if (k_next < k_end) {
+    load_tile<kD>(ks_next, kp, k_row, k_next, Tk, D, async, false);
+    load_tile<kD>(vs_next, vp, v_row, k_next, Tk, D, async, false);
+  }
+  commit_tiles();
+  wait_tiles<1>();
+}
+
+}  // namespace zero::ops::cuda::flash
