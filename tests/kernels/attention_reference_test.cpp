@@ -19,8 +19,7 @@
 #include <vector>
 
 #include "tests/support/test_support.h"
-#include "zero/kernels/cuda/attention_reference.h"
-#include "zero/kernels/cuda/cuda_ops.h"  // set_matmul_mode_override, split_tf32_supported
+#include "zero/kernels/matmul_mode.h"  // set_matmul_mode_override
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -85,8 +84,8 @@ Results run_reference(const Case& c, const Inputs& in) {
   const Device cuda = Device::Cuda(0);
   const Tensor q = in.q.To(cuda), k = in.k.To(cuda), v = in.v.To(cuda);
   Results r = empty_results(c, cuda);
-  ops::attention_reference_forward_cuda(q, k, v, c.causal, c.p, kSeed, kOffset, r.out, r.lse);
-  ops::attention_reference_backward_cuda(q, k, v, r.out, r.lse, in.grad_out.To(cuda), c.causal,
+  ops::attention_reference_forward(q, k, v, c.causal, c.p, kSeed, kOffset, r.out, r.lse);
+  ops::attention_reference_backward(q, k, v, r.out, r.lse, in.grad_out.To(cuda), c.causal,
                                          c.p, kSeed, kOffset, r.dq, r.dk, r.dv);
   return r;
 }

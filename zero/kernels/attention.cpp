@@ -15,6 +15,8 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(attention_forward);
 ZERO_DEFINE_KERNEL(attention_backward);
+ZERO_DEFINE_KERNEL(attention_reference_forward);
+ZERO_DEFINE_KERNEL(attention_reference_backward);
 
 namespace {
 
@@ -52,26 +54,22 @@ std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k,
   return {B, H, Tq, Tk, D};
 }
 
-}  // namespace
-
-void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                       float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
-                       const Tensor& lse) {
-  const char* op = "attention";
+// The forward's checks: q, k, v against each other, p, out and lse; false when there
+// is nothing to compute.
+bool check_forward(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                   bool causal, float dropout_p, const Tensor& out, const Tensor& lse) {
   check_same_device(op, {&q, &k, &v, &out, &lse});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
   check_drop_probability(op, dropout_p);
   check_rows(op, out, "out", q.sizes());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
-  if (out.numel() == 0 && lse.numel() == 0) return;
-  attention_forward_kernel(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
+  return out.numel() > 0 || lse.numel() > 0;
 }
 
-void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                        const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
-                        uint64_t seed, uint64_t offset, const Tensor& grad_q,
-                        const Tensor& grad_k, const Tensor& grad_v) {
-  const char* op = "attention backward";
+void check_backward(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const Tensor& out, const Tensor& lse, const Tensor& grad_out, bool causal,
+                    float dropout_p, const Tensor& grad_q, const Tensor& grad_k,
+                    const Tensor& grad_v) {
   check_same_device(op, {&q, &k, &v, &out, &lse, &grad_out, &grad_q, &grad_k, &grad_v});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
   check_drop_probability(op, dropout_p);
@@ -81,8 +79,44 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
   check_rows(op, grad_q, "grad_q", q.sizes());
   check_rows(op, grad_k, "grad_k", k.sizes());
   check_rows(op, grad_v, "grad_v", v.sizes());
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                       float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
+                       const Tensor& lse) {
+  if (!check_forward("attention", q, k, v, causal, dropout_p, out, lse)) return;
+  attention_forward_kernel(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
+}
+
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
+                        uint64_t seed, uint64_t offset, const Tensor& grad_q,
+                        const Tensor& grad_k, const Tensor& grad_v) {
+  check_backward("attention backward", q, k, v, out, lse, grad_out, causal, dropout_p, grad_q,
+                 grad_k, grad_v);
   attention_backward_kernel(q.device(), q, k, v, out, lse, grad_out, causal, dropout_p, seed,
                             offset, grad_q, grad_k, grad_v);
+}
+
+void attention_reference_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                 float dropout_p, uint64_t seed, uint64_t offset,
+                                 const Tensor& out, const Tensor& lse) {
+  if (!check_forward("attention reference", q, k, v, causal, dropout_p, out, lse)) return;
+  attention_reference_forward_kernel(q.device(), q, k, v, causal, dropout_p, seed, offset, out,
+                                     lse);
+}
+
+void attention_reference_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const Tensor& grad_out,
+                                  bool causal, float dropout_p, uint64_t seed, uint64_t offset,
+                                  const Tensor& grad_q, const Tensor& grad_k,
+                                  const Tensor& grad_v) {
+  check_backward("attention reference backward", q, k, v, out, lse, grad_out, causal, dropout_p,
+                 grad_q, grad_k, grad_v);
+  attention_reference_backward_kernel(q.device(), q, k, v, out, lse, grad_out, causal,
+                                      dropout_p, seed, offset, grad_q, grad_k, grad_v);
 }
 
 }  // namespace zero::ops

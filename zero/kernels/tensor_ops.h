@@ -250,6 +250,20 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
                         uint64_t seed, uint64_t offset, const Tensor& grad_q,
                         const Tensor& grad_k, const Tensor& grad_v);
+/// The plain kernels that `attention_forward` computes fast: the same arguments, checks
+/// and results (within rounding), one thread per query row on CUDA
+/// (cuda/attention_reference.cu), and on the CPU the same row loop as the fast path.
+/// The way into the fused kernel for a reader, and what its test compares it with.
+void attention_reference_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                 float dropout_p, uint64_t seed, uint64_t offset,
+                                 const Tensor& out, const Tensor& lse);
+/// The plain kernels of `attention_backward` (one thread per query row for `grad_q`,
+/// one per key row for `grad_k` and `grad_v` on CUDA).
+void attention_reference_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const Tensor& grad_out,
+                                  bool causal, float dropout_p, uint64_t seed, uint64_t offset,
+                                  const Tensor& grad_q, const Tensor& grad_k,
+                                  const Tensor& grad_v);
 /// One-element F32 `count` = how many I32 `targets` [N] are not `ignore_index`. On the
 /// CPU, also throws for a target outside [0, vocab) (naming its row); on CUDA such a
 /// target makes the chunk's loss NaN.

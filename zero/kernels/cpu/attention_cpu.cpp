@@ -194,5 +194,8 @@ void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, c
 
 ZERO_REGISTER_KERNEL(attention_forward, kCpu, attention_forward_cpu);
 ZERO_REGISTER_KERNEL(attention_backward, kCpu, attention_backward_cpu);
+// On the CPU the row loop is both the fast kernel and the reference.
+ZERO_REGISTER_KERNEL(attention_reference_forward, kCpu, attention_forward_cpu);
+ZERO_REGISTER_KERNEL(attention_reference_backward, kCpu, attention_backward_cpu);
 
 }  // namespace zero::ops

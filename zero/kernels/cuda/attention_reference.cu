@@ -23,9 +23,10 @@
 #include <cmath>
 
 #include "zero/kernels/attention_dropout.h"
-#include "zero/kernels/cuda/attention_reference.h"
 #include "zero/kernels/cuda/attention_views.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/dispatch.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
@@ -154,8 +155,6 @@ Sizes sizes_of(const Tensor& q, const Tensor& k) {
           D, 1.0f / std::sqrt(static_cast<float>(D))};
 }
 
-}  // namespace
-
 void attention_reference_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
                                       bool causal, float dropout_p, uint64_t seed,
                                       uint64_t offset, const Tensor& out, const Tensor& lse) {
@@ -194,5 +193,10 @@ void attention_reference_backward_cuda(const Tensor& q, const Tensor& k, const T
     ZERO_CUDA_LAUNCH_CHECK();
   }
 }
+
+}  // namespace
+
+ZERO_REGISTER_KERNEL(attention_reference_forward, kCuda, attention_reference_forward_cuda);
+ZERO_REGISTER_KERNEL(attention_reference_backward, kCuda, attention_reference_backward_cuda);
 
 }  // namespace zero::ops
