@@ -87,7 +87,7 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
                        float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                        const Tensor& lse) {
   if (!check_forward("attention", q, k, v, causal, dropout_p, out, lse)) return;
-  attention_forward_kernel(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
+  attention_forward_stub(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -96,7 +96,7 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& grad_k, const Tensor& grad_v) {
   check_backward("attention backward", q, k, v, out, lse, grad_out, causal, dropout_p, grad_q,
                  grad_k, grad_v);
-  attention_backward_kernel(q.device(), q, k, v, out, lse, grad_out, causal, dropout_p, seed,
+  attention_backward_stub(q.device(), q, k, v, out, lse, grad_out, causal, dropout_p, seed,
                             offset, grad_q, grad_k, grad_v);
 }
 
@@ -104,7 +104,7 @@ void attention_reference_forward(const Tensor& q, const Tensor& k, const Tensor&
                                  float dropout_p, uint64_t seed, uint64_t offset,
                                  const Tensor& out, const Tensor& lse) {
   if (!check_forward("attention reference", q, k, v, causal, dropout_p, out, lse)) return;
-  attention_reference_forward_kernel(q.device(), q, k, v, causal, dropout_p, seed, offset, out,
+  attention_reference_forward_stub(q.device(), q, k, v, causal, dropout_p, seed, offset, out,
                                      lse);
 }
 
@@ -115,7 +115,7 @@ void attention_reference_backward(const Tensor& q, const Tensor& k, const Tensor
                                   const Tensor& grad_v) {
   check_backward("attention reference backward", q, k, v, out, lse, grad_out, causal, dropout_p,
                  grad_q, grad_k, grad_v);
-  attention_reference_backward_kernel(q.device(), q, k, v, out, lse, grad_out, causal,
+  attention_reference_backward_stub(q.device(), q, k, v, out, lse, grad_out, causal,
                                       dropout_p, seed, offset, grad_q, grad_k, grad_v);
 }
 

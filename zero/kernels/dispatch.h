@@ -9,7 +9,7 @@
 ///     ZERO_DEFINE_KERNEL(binary);
 ///     void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
 ///       ...checks...
-///       binary_kernel(out.device(), op, a, b, out);
+///       binary_stub(out.device(), op, a, b, out);
 ///     }
 ///
 /// Each backend implements a function of exactly that signature and registers it at the
@@ -84,16 +84,16 @@ class KernelStub<R(Args...)> {
 
 }  // namespace zero::ops
 
-/// Defines `<name>_kernel`, the stub of kernel `zero::ops::<name>` (declared in
+/// Defines `<name>_stub`, the stub of kernel `zero::ops::<name>` (declared in
 /// tensor_ops.h), typed by that function's signature. Use once, at namespace
 /// `zero::ops` scope of the kernel's dispatch file.
 #define ZERO_DEFINE_KERNEL(name) \
-  ::zero::ops::KernelStub<decltype(::zero::ops::name)> name##_kernel(#name)
+  ::zero::ops::KernelStub<decltype(::zero::ops::name)> name##_stub(#name)
 
 /// Registers `fn` as kernel `name`'s implementation for `backend` (kCpu or kCuda). Use
 /// at namespace `zero::ops` scope at the foot of the backend's file; `fn` must have
 /// exactly the signature of `zero::ops::<name>`, or this does not compile.
 #define ZERO_REGISTER_KERNEL(name, backend, fn)                                      \
-  extern ::zero::ops::KernelStub<decltype(::zero::ops::name)> name##_kernel;         \
+  extern ::zero::ops::KernelStub<decltype(::zero::ops::name)> name##_stub;         \
   [[maybe_unused]] static const bool zero_registered_##name##_##backend =            \
-      name##_kernel.Register(::zero::ops::Backend::backend, fn)
+      name##_stub.Register(::zero::ops::Backend::backend, fn)

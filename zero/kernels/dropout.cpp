@@ -23,13 +23,13 @@ void check_dropout(const char* op, float p, const Tensor& in, const char* in_nam
 
 void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y) {
   check_dropout("dropout", p, x, "x", y, "output");
-  dropout_forward_kernel(x.device(), x, p, seed, offset, y);
+  dropout_forward_stub(x.device(), x, p, seed, offset, y);
 }
 
 void dropout_backward(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,
                       const Tensor& grad_x) {
   check_dropout("dropout backward", p, grad_y, "grad_y", grad_x, "grad_x");
-  dropout_backward_kernel(grad_y.device(), grad_y, p, seed, offset, grad_x);
+  dropout_backward_stub(grad_y.device(), grad_y, p, seed, offset, grad_x);
 }
 
 }  // namespace zero::ops

@@ -34,21 +34,21 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   ZERO_CHECK(broadcast_shapes(a.sizes(), b.sizes()) == out.sizes(), "binary op: operands ",
              shape_to_string(a.sizes()), " and ", shape_to_string(b.sizes()),
              " do not broadcast to the output shape ", shape_to_string(out.sizes()));
-  binary_kernel(out.device(), op, a, b, out);
+  binary_stub(out.device(), op, a, b, out);
 }
 
 void binary_scalar(BinaryOp op, const Tensor& a, float s, const Tensor& out, bool scalar_first) {
   check_same_device("binary op", {&a, &out});
   check_same_dtype("binary op", out, {&a});
   check_shape("binary op with a scalar", out, "output", a.sizes());
-  binary_scalar_kernel(out.device(), op, a, s, out, scalar_first);
+  binary_scalar_stub(out.device(), op, a, s, out, scalar_first);
 }
 
 void unary(UnaryOp op, const Tensor& x, const Tensor& out) {
   check_same_device("unary op", {&x, &out});
   check_same_dtype("unary op", out, {&x});
   check_shape("unary op", out, "output", x.sizes());
-  unary_kernel(out.device(), op, x, out);
+  unary_stub(out.device(), op, x, out);
 }
 
 void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
@@ -56,7 +56,7 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
   check_same_device("unary backward", {&x, &y, &grad_y, &grad_x});
   check_same_dtype("unary backward", x, {&y, &grad_y, &grad_x});
   for (const Tensor* t : {&y, &grad_y, &grad_x}) check_shape("unary backward", *t, "every operand", x.sizes());
-  unary_backward_kernel(x.device(), op, x, y, grad_y, grad_x);
+  unary_backward_stub(x.device(), op, x, y, grad_y, grad_x);
 }
 
 }  // namespace zero::ops

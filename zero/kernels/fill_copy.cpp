@@ -12,23 +12,23 @@ ZERO_DEFINE_KERNEL(rand_uniform);
 ZERO_DEFINE_KERNEL(rand_normal);
 ZERO_DEFINE_KERNEL(copy);
 
-void fill(const Tensor& out, float value) { fill_kernel(out.device(), out, value); }
+void fill(const Tensor& out, float value) { fill_stub(out.device(), out, value); }
 
 void arange(const Tensor& out, double start, double step) {
   ZERO_CHECK(out.is_contiguous(), "arange: expected a contiguous output");
-  arange_kernel(out.device(), out, start, step);
+  arange_stub(out.device(), out, start, step);
 }
 
 void rand_uniform(const Tensor& out, uint64_t seed, uint64_t offset) {
   ZERO_CHECK(out.is_contiguous() && out.dtype() == DataType::F32,
              "rand_uniform: expected a contiguous f32 output");
-  rand_uniform_kernel(out.device(), out, seed, offset);
+  rand_uniform_stub(out.device(), out, seed, offset);
 }
 
 void rand_normal(const Tensor& out, uint64_t seed, uint64_t offset) {
   ZERO_CHECK(out.is_contiguous() && out.dtype() == DataType::F32,
              "rand_normal: expected a contiguous f32 output");
-  rand_normal_kernel(out.device(), out, seed, offset);
+  rand_normal_stub(out.device(), out, seed, offset);
 }
 
 void copy(const Tensor& src, const Tensor& dst) {
@@ -37,7 +37,7 @@ void copy(const Tensor& src, const Tensor& dst) {
   ZERO_CHECK(src.dtype() == dst.dtype(), "copy: expected one dtype, got ", to_string(src.dtype()),
              " and ", to_string(dst.dtype()));
   // A copy that involves a GPU in either direction is the CUDA kernel's.
-  copy_kernel(src.device().is_cuda() ? src.device() : dst.device(), src, dst);
+  copy_stub(src.device().is_cuda() ? src.device() : dst.device(), src, dst);
 }
 
 Tensor contiguous(const Tensor& t) {

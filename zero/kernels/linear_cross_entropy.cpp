@@ -35,7 +35,7 @@ void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
              shape_to_string(targets.sizes()));
   check_tensor(op, targets, "targets", DataType::I32, targets.sizes());
   check_scalar(op, count, "count");
-  cross_entropy_count_kernel(targets.device(), targets, ignore_index, vocab, count);
+  cross_entropy_count_stub(targets.device(), targets, ignore_index, vocab, count);
 }
 
 void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
@@ -46,7 +46,7 @@ void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, in
   check_scalar(op, count, "count");
   check_scalar(op, loss, "loss");
   if (logits.size(0) == 0) return;
-  cross_entropy_chunk_forward_kernel(logits.device(), logits, targets, ignore_index, count, lse, loss);
+  cross_entropy_chunk_forward_stub(logits.device(), logits, targets, ignore_index, count, lse, loss);
 }
 
 void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
@@ -63,7 +63,7 @@ void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, c
                  {logits.size(1), logits.size(0)});
   }
   if (logits.numel() == 0) return;
-  cross_entropy_chunk_backward_kernel(logits.device(), logits, targets, lse, grad_loss, count, ignore_index,
+  cross_entropy_chunk_backward_stub(logits.device(), logits, targets, lse, grad_loss, count, ignore_index,
                                      transposed);
 }
 

@@ -48,7 +48,7 @@ void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
     check_state(op, e.exp_avg, "m (first moment)", e.param);
     check_state(op, e.exp_avg_sq, "v (second moment)", e.param);
   }
-  adamw_kernel(first.device(), tensors, hp);
+  adamw_stub(first.device(), tensors, hp);
 }
 
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
@@ -59,13 +59,13 @@ void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, cons
 Tensor sum_of_squares(const std::vector<Tensor>& tensors) {
   if (tensors.empty()) return Tensor::Zeros({1});
   check_all("sum_of_squares", tensors);
-  return sum_of_squares_kernel(tensors.front().device(), tensors);
+  return sum_of_squares_stub(tensors.front().device(), tensors);
 }
 
 void scale(const std::vector<Tensor>& tensors, float factor) {
   if (tensors.empty()) return;
   check_all("scale", tensors);
-  scale_kernel(tensors.front().device(), tensors, factor);
+  scale_stub(tensors.front().device(), tensors, factor);
 }
 
 }  // namespace zero::ops

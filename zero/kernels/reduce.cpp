@@ -39,25 +39,25 @@ void check_all_reduction(const char* op, const Tensor& x, const Tensor& out) {
 void sum(const Tensor& x, int dim, const Tensor& out) {
   check_same_device("sum", {&x, &out});
   check_dim_reduction("sum", x, dim, out);
-  sum_kernel(x.device(), x, dim, out);
+  sum_stub(x.device(), x, dim, out);
 }
 
 void sum_all(const Tensor& x, const Tensor& out) {
   check_same_device("sum", {&x, &out});
   check_all_reduction("sum", x, out);
-  sum_all_kernel(x.device(), x, out);
+  sum_all_stub(x.device(), x, out);
 }
 
 void mean(const Tensor& x, int dim, const Tensor& out) {
   check_same_device("mean", {&x, &out});
   check_dim_reduction("mean", x, dim, out);
-  mean_kernel(x.device(), x, dim, out);
+  mean_stub(x.device(), x, dim, out);
 }
 
 void mean_all(const Tensor& x, const Tensor& out) {
   check_same_device("mean", {&x, &out});
   check_all_reduction("mean", x, out);
-  mean_all_kernel(x.device(), x, out);
+  mean_all_stub(x.device(), x, out);
 }
 
 void max(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) {
@@ -69,7 +69,7 @@ void max(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) 
              " of size ", x.size(dim), " does not fit the i32 indices");
   check_dtype("max", indices, "indices", DataType::I32);
   check_shape("max", indices, "indices", values.sizes());
-  max_kernel(x.device(), x, dim, values, indices);
+  max_stub(x.device(), x, dim, values, indices);
 }
 
 void max_all(const Tensor& x, const Tensor& value, const Tensor& index) {
@@ -82,7 +82,7 @@ void max_all(const Tensor& x, const Tensor& value, const Tensor& index) {
   check_dtype("max", index, "the index", DataType::I32);
   ZERO_CHECK(index.numel() == 1, "max: expected a one-element index, got shape ",
              shape_to_string(index.sizes()));
-  max_all_kernel(x.device(), x, value, index);
+  max_all_stub(x.device(), x, value, index);
 }
 
 void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
@@ -91,7 +91,7 @@ void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
   check_dim_reduction("max backward", grad_x, dim, grad_values);  // also checks grad_values
   check_dtype("max backward", indices, "indices", DataType::I32);
   check_shape("max backward", indices, "indices", grad_values.sizes());
-  max_backward_kernel(grad_x.device(), grad_values, indices, dim, grad_x);
+  max_backward_stub(grad_x.device(), grad_values, indices, dim, grad_x);
 }
 
 }  // namespace zero::ops

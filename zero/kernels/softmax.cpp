@@ -25,22 +25,22 @@ void check_rows(const char* op, const Tensor& ref, const std::vector<const Tenso
 
 void softmax_forward(const Tensor& x, const Tensor& y) {
   check_rows("softmax", x, {&x, &y});
-  softmax_forward_kernel(x.device(), x, y);
+  softmax_forward_stub(x.device(), x, y);
 }
 
 void softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
   check_rows("softmax backward", y, {&y, &grad_y, &grad_x});
-  softmax_backward_kernel(y.device(), y, grad_y, grad_x);
+  softmax_backward_stub(y.device(), y, grad_y, grad_x);
 }
 
 void log_softmax_forward(const Tensor& x, const Tensor& y) {
   check_rows("log_softmax", x, {&x, &y});
-  log_softmax_forward_kernel(x.device(), x, y);
+  log_softmax_forward_stub(x.device(), x, y);
 }
 
 void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {
   check_rows("log_softmax backward", y, {&y, &grad_y, &grad_x});
-  log_softmax_backward_kernel(y.device(), y, grad_y, grad_x);
+  log_softmax_backward_stub(y.device(), y, grad_y, grad_x);
 }
 
 }  // namespace zero::ops

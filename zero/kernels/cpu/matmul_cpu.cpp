@@ -13,6 +13,7 @@
 #include "zero/kernels/dims_arg.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
+#include "zero/kernels/views.h"
 
 namespace zero::ops {
 namespace {
@@ -72,13 +73,6 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
     gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
              gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
   }
-}
-
-// `t` (2-d) viewed transposed, and `t` (contiguous) viewed with new sizes: the kernels
-// layer's own views, as Tensor::Transpose and View record history in the layer above.
-Tensor transposed(const Tensor& t) { return Tensor(meta_transpose(t.meta(), 0, 1), t.node()); }
-Tensor reshaped(const Tensor& t, const Shape& sizes) {
-  return Tensor(meta_view(t.meta(), sizes), t.node());
 }
 
 // The fused Linear on the CPU is a composition of the kernels it fuses on the GPU: a GEMM

@@ -80,8 +80,11 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
   const float* qp = q.slice(bh, H);
   const float* gp = grad_out.slice(bh, H);
   lse += bh * Tq, delta += bh * Tq;
-  // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask.
-  const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) : 0;
+  // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask. The
+  // start is rounded down to an even row: the dropout factors come in squares of two
+  // queries by two keys (Note [Attention dropout]), read below as pairs from q0, and an
+  // odd q0 would pair each row with the wrong neighbour. The extra row is masked.
+  const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) & ~1 : 0;
   // Loads query tile q0 into buffer b: Q and dO rows, and their lse and delta.
   const auto load_queries = [&](int q0, int b) {
     load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, async, false);

@@ -20,6 +20,7 @@
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
+#include "zero/kernels/views.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 
 namespace zero::ops {

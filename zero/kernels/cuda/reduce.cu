@@ -192,7 +192,7 @@ __global__ void scale_kernel(T* x, int64_t n, float s) {
 // ---------------------------------------------------------------- launchers
 
 template <typename T>
-void sum_typed(const Tensor& x, int dim, const Tensor& out) {const Tensor& x, int dim, const Tensor& out) {
+void sum_typed(const Tensor& x, int dim, const Tensor& out) {
   if (out.numel() == 0) return;
   cuda::set_device(x);
   const Tensor xc = contiguous(x);
