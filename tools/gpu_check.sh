@@ -2,6 +2,8 @@
 # Builds Zero on a GPU machine and runs the whole test suite, CUDA tests included.
 # Writes the logs to $OUT (or ./gpu-logs) so a remote run can bring them back.
 #   tools/gpu_check.sh [extra ctest args]
+# Needs stb_image_write.h and stb_image.h (Debian's libstb-dev); on a machine that cannot
+# install it, set ZERO_STB_INCLUDE_DIR to a folder holding the two headers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-logs}
