@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
 #include "tests/data/test_files.h"
 #include "tests/support/test_support.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::io {
 namespace {
@@ -77,6 +79,24 @@ TEST(SafetensorsFormatTest, WritesTheDocumentedLayout) {
   EXPECT_FALSE(std::ifstream(dir / "x.safetensors.tmp").good());  // renamed away
 }
 
+TEST(SafetensorsFormatTest, SixteenBitTensorsKeepTheirDtypeAndBits) {
+  TempDir dir;
+  const Tensor x = Tensor::From({1.0f, -2.5f, 1e-3f, 65504.0f}, {2, 2});
+  NamedTensors out;
+  for (DataType dtype : {DataType::BF16, DataType::F16}) {
+    Tensor h = Tensor::Empty({2, 2}, TensorOption().WithDtype(dtype));
+    ops::convert(x, h);
+    out.push_back({to_string(dtype), h});
+  }
+  save_safetensors(dir / "h.safetensors", out);
+  const NamedTensors back = load_safetensors(dir / "h.safetensors");
+  ASSERT_EQ(back.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back[i].second.dtype(), out[i].second.dtype());
+    EXPECT_EQ(std::memcmp(back[i].second.data(), out[i].second.data(), 8), 0) << back[i].first;
+  }
+}
+
 TEST(SafetensorsFormatTest, SaveRejectsBadNames) {
   TempDir dir;
   const Tensor t = Tensor::Zeros({1});
@@ -124,8 +144,10 @@ TEST(SafetensorsFormatTest, CorruptHeadersAreClearErrors) {
   expect_bad(make_file("{\"a\": ", ""), {"not valid JSON"});
   expect_bad(make_file("[1, 2]", ""), {"does not start with '{'"});
   expect_bad(make_file("{} trailing", ""), {"not valid JSON"});
-  expect_bad(make_file(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "1234"),
-             {"tensor 'a'", "\"F16\""});
+  expect_bad(make_file(R"({"a":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", four_floats),
+             {"tensor 'a'", "\"F64\"", "BF16 and F16"});
+  expect_bad(make_file(R"({"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}})", "1234"),
+             {"shape [3]", "6 bytes", "span 4"});
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", four_floats),
              {"shape [3]", "12 bytes", "span 16"});
   expect_bad(make_file(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", "12345678"),

@@ -44,18 +44,26 @@ TEST(DtypeDispatchTest, CallsTheInstantiationForTheDtype) {
   std::string seen;
   auto name = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    seen = std::is_same_v<T, float> ? "float" : std::is_same_v<T, int32_t> ? "int32" : "other";
+    seen = std::is_same_v<T, float>     ? "float"
+           : std::is_same_v<T, int32_t> ? "int32"
+           : std::is_same_v<T, bf16>    ? "bf16"
+           : std::is_same_v<T, f16>     ? "f16"
+                                        : "other";
   };
   ops::dispatch_dtype<ops::AllTypes>(DataType::F32, "test", name);
   EXPECT_EQ(seen, "float");
   ops::dispatch_dtype<ops::AllTypes>(DataType::I32, "test", name);
   EXPECT_EQ(seen, "int32");
+  ops::dispatch_dtype<ops::AllTypes>(DataType::BF16, "test", name);
+  EXPECT_EQ(seen, "bf16");
+  ops::dispatch_dtype<ops::AllTypes>(DataType::F16, "test", name);
+  EXPECT_EQ(seen, "f16");
 }
 
 TEST(DtypeDispatchTest, AnUnsupportedDtypeListsTheSupportedOnes) {
   const std::string msg = error_message(
       [] { ops::dispatch_dtype<ops::FloatTypes>(DataType::I32, "my_op", [](auto) {}); });
-  EXPECT_TRUE(contains(msg, "my_op: dtype i32 is not supported (supported: f32)")) << msg;
+  EXPECT_TRUE(contains(msg, "my_op: dtype i32 is not supported (supported: f32, bf16, f16)")) << msg;
 }
 
 TEST(DtypeDispatchTest, AnIntegerAdditionIsRefusedByTheKernel) {

@@ -59,6 +59,8 @@ T* Tensor::data_ptr() const {
 }
 template float* Tensor::data_ptr<float>() const;
 template int32_t* Tensor::data_ptr<int32_t>() const;
+template bf16* Tensor::data_ptr<bf16>() const;
+template f16* Tensor::data_ptr<f16>() const;
 
 const std::shared_ptr<TensorNode>& Tensor::node() const { return checked().node; }
 

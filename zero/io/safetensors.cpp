@@ -25,7 +25,10 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference library's li
 constexpr const char* kMetadataKey = "__metadata__";
 constexpr uint64_t kMaxElements = 1ull << 40;  // per tensor: 4 TiB of F32, beyond any real file
 
-const char* dtype_name(DataType dtype) { return dtype == DataType::F32 ? "F32" : "I32"; }
+// The safetensors names of Zero's dtypes, in the order of DataType.
+constexpr const char* kDtypeNames[] = {"F32", "I32", "BF16", "F16"};
+
+const char* dtype_name(DataType dtype) { return kDtypeNames[static_cast<int>(dtype)]; }
 
 struct Entry {  // one tensor of the header, validated
   std::string name;
@@ -52,12 +55,13 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (!j.contains("dtype") || !j["dtype"].is_string()) fail(path, where + ": no \"dtype\" string");
   const std::string dtype = j["dtype"].get<std::string>();
   Entry e{name, DataType::F32, {}, 0, 0};
-  if (dtype == "F32") {
-    e.dtype = DataType::F32;
-  } else if (dtype == "I32") {
-    e.dtype = DataType::I32;
-  } else {
-    fail(path, where + ": unknown or unsupported dtype \"" + dtype + "\" (Zero reads F32 and I32)");
+  bool known = false;
+  for (DataType d : {DataType::F32, DataType::I32, DataType::BF16, DataType::F16}) {
+    if (dtype == dtype_name(d)) e.dtype = d, known = true;
+  }
+  if (!known) {
+    fail(path, where + ": unknown or unsupported dtype \"" + dtype +
+                   "\" (Zero reads F32, I32, BF16 and F16)");
   }
   if (!j.contains("shape") || !j["shape"].is_array()) fail(path, where + ": no \"shape\" array");
   // The cap bounds the product of max(size, 1), not only the element count: a size-0
@@ -85,9 +89,10 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   e.end = offsets[1].get<uint64_t>();
   if (e.end < e.begin)
     fail(path, where + ": data_offsets " + offsets.dump() + " end before they begin");
-  if (e.end - e.begin != numel * 4) {
+  const uint64_t bytes = numel * dtype_size(e.dtype);
+  if (e.end - e.begin != bytes) {
     fail(path,
-         detail::str_cat(where, ": shape ", j["shape"].dump(), " of ", dtype, " needs ", numel * 4,
+         detail::str_cat(where, ": shape ", j["shape"].dump(), " of ", dtype, " needs ", bytes,
                          " bytes, but data_offsets ", offsets.dump(), " span ", e.end - e.begin));
   }
   return e;

@@ -11,11 +11,13 @@
 ///     });
 ///
 /// Kernels compute in float (or wider) and convert at the loads and stores, so a new
-/// 16-bit type is one entry in the list below. Read next: cpu/elementwise_cpu.cpp.
+/// element type is one entry in the lists below (bf16 and f16 of core/half.h joined
+/// them that way). Read next: cpu/elementwise_cpu.cpp.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "zero/core/dtype.h"
 #include "zero/core/error.h"
@@ -32,10 +34,10 @@ struct TypeTag {
 template <typename... Ts>
 struct TypeList {};
 
-/// The floating-point element types kernels are built for. BF16 and F16 join here.
-using FloatTypes = TypeList<float>;
+/// The floating-point element types kernels are built for.
+using FloatTypes = TypeList<float, bf16, f16>;
 /// Every element type: what copies, fills and rearrangements move.
-using AllTypes = TypeList<float, int32_t>;
+using AllTypes = TypeList<float, int32_t, bf16, f16>;
 
 /// @cond INTERNAL
 template <typename... Ts>
@@ -59,6 +61,20 @@ void dispatch_dtype(DataType dtype, const char* op, F&& f) {
   const bool found = dispatch_in(List{}, dtype, f);
   ZERO_CHECK(found, op, ": dtype ", to_string(dtype), " is not supported (supported: ",
              type_names(List{}), ")");
+}
+
+/// `v` as a `To`: through float, except between equal types and into int32_t, which
+/// truncates towards zero as C++ does. (An int32_t beyond 2^24 rounds twice on its way
+/// to BF16 or F16, once to float and once to 16 bits.)
+template <typename To, typename From>
+ZERO_HOST_DEVICE To convert_value(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, int32_t>) {
+    return static_cast<int32_t>(static_cast<float>(v));
+  } else {
+    return To(static_cast<float>(v));
+  }
 }
 
 }  // namespace zero::ops

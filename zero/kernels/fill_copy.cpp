@@ -11,6 +11,7 @@ ZERO_DEFINE_KERNEL(arange);
 ZERO_DEFINE_KERNEL(rand_uniform);
 ZERO_DEFINE_KERNEL(rand_normal);
 ZERO_DEFINE_KERNEL(copy);
+ZERO_DEFINE_KERNEL(convert);
 
 void fill(const Tensor& out, float value) { fill_stub(out.device(), out, value); }
 
@@ -38,6 +39,13 @@ void copy(const Tensor& src, const Tensor& dst) {
              " and ", to_string(dst.dtype()));
   // A copy that involves a GPU in either direction is the CUDA kernel's.
   copy_stub(src.device().is_cuda() ? src.device() : dst.device(), src, dst);
+}
+
+void convert(const Tensor& src, const Tensor& dst) {
+  check_same_device("convert", {&src, &dst});
+  check_shape("convert", dst, "the destination", src.sizes());
+  if (src.dtype() == dst.dtype()) return copy(src, dst);
+  convert_stub(dst.device(), src, dst);
 }
 
 Tensor contiguous(const Tensor& t) {

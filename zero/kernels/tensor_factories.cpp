@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -101,12 +102,18 @@ std::vector<T> Tensor::ToVector() const {
 }
 template std::vector<float> Tensor::ToVector<float>() const;
 template std::vector<int32_t> Tensor::ToVector<int32_t>() const;
+template std::vector<bf16> Tensor::ToVector<bf16>() const;
+template std::vector<f16> Tensor::ToVector<f16>() const;
 
 float Tensor::Item() const {
   ZERO_CHECK(numel() == 1, "Item() needs a one-element tensor, got shape ",
              shape_to_string(sizes()));
-  if (dtype() == DataType::I32) return static_cast<float>(ToVector<int32_t>()[0]);
-  return ToVector<float>()[0];
+  float value = 0.0f;
+  ops::dispatch_dtype<ops::AllTypes>(dtype(), "Item", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    value = static_cast<float>(ToVector<T>()[0]);
+  });
+  return value;
 }
 
 namespace {
@@ -128,8 +135,7 @@ void print_nested(std::ostream& os, const std::vector<T>& v, const Shape& sizes,
 }
 
 template <typename T>
-void print_values(std::ostream& os, const Tensor& t, int64_t max_values) {
-  const std::vector<T> v = t.ToVector<T>();
+void print_values(std::ostream& os, const Tensor& t, const std::vector<T>& v, int64_t max_values) {
   if (static_cast<int64_t>(v.size()) <= max_values) {
     int64_t pos = 0;
     print_nested(os, v, t.sizes(), 0, pos);
@@ -153,10 +159,15 @@ std::string Tensor::ToString(int64_t max_values) const {
   os << std::setprecision(6);
   os << "Tensor(shape=" << shape_to_string(sizes()) << ", dtype=" << to_string(dtype())
      << ", device=" << device() << (requires_grad() ? ", requires_grad" : "") << ", values=";
-  if (dtype() == DataType::F32) {
-    print_values<float>(os, *this, max_values);
+  if (dtype() == DataType::I32) {
+    print_values(os, *this, ToVector<int32_t>(), max_values);
   } else {
-    print_values<int32_t>(os, *this, max_values);
+    std::vector<float> values;  // 16-bit values print as the floats they hold exactly
+    ops::dispatch_dtype<ops::FloatTypes>(dtype(), "ToString", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (const T& v : ToVector<T>()) values.push_back(static_cast<float>(v));
+    });
+    print_values(os, *this, values, max_values);
   }
   os << ")";
   return os.str();

@@ -63,6 +63,10 @@ void rand_normal(const Tensor& out, uint64_t seed, uint64_t offset);
 /// Copies `src` into `dst` element by element: same shape and dtype, any layouts,
 /// any devices (a host↔device copy synchronises).
 void copy(const Tensor& src, const Tensor& dst);
+/// `src` converted element by element into `dst`'s dtype: same shape, same device, any
+/// layouts. Floats round to nearest (ties to even) into BF16 and F16 and towards zero
+/// into I32; BF16 and F16 widen to F32 exactly.
+void convert(const Tensor& src, const Tensor& dst);
 /// `t` itself if it is contiguous, else a contiguous copy on its device. Unlike
 /// `Tensor::Contiguous` (autograd/, the layer above) it records no history, so kernels
 /// use it for operands whose layout they cannot read.

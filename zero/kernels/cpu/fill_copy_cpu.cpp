@@ -75,9 +75,25 @@ void copy_cpu(const Tensor& src, const Tensor& dst) {
   });
 }
 
+void convert_cpu(const Tensor& src, const Tensor& dst) {
+  const int64_t n = src.numel();
+  const DimsArg ds = DimsArg::Of(src.meta()), dd = DimsArg::Of(dst.meta());
+  dispatch_dtype<AllTypes>(src.dtype(), "convert", [&](auto from) {
+    dispatch_dtype<AllTypes>(dst.dtype(), "convert", [&](auto to) {
+      using From = typename decltype(from)::type;
+      using To = typename decltype(to)::type;
+      const From* ps = src.data_ptr<From>();
+      To* pd = dst.data_ptr<To>();
+#pragma omp parallel for if (n > kParallelGrain)
+      for (int64_t i = 0; i < n; ++i) pd[dd.Offset(i)] = convert_value<To>(ps[ds.Offset(i)]);
+    });
+  });
+}
+
 }  // namespace
 
 ZERO_REGISTER_KERNEL(fill, kCpu, fill_cpu);
+ZERO_REGISTER_KERNEL(convert, kCpu, convert_cpu);
 ZERO_REGISTER_KERNEL(arange, kCpu, arange_cpu);
 ZERO_REGISTER_KERNEL(rand_uniform, kCpu, rand_uniform_cpu);
 ZERO_REGISTER_KERNEL(rand_normal, kCpu, rand_normal_cpu);

@@ -43,6 +43,12 @@ __global__ void strided_copy_kernel(const T* src, DimsArg ds, T* dst, DimsArg dd
   if (i < n) dst[dd.Offset(i)] = src[ds.Offset(i)];
 }
 
+template <typename To, typename From>
+__global__ void convert_kernel(const From* src, DimsArg ds, To* dst, DimsArg dd, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[dd.Offset(i)] = convert_value<To>(src[ds.Offset(i)]);
+}
+
 // Device-to-device copy on one GPU, any layouts.
 void copy_on_device(const Tensor& src, const Tensor& dst) {
   const int64_t n = src.numel();
@@ -124,9 +130,26 @@ void copy_cuda(const Tensor& src, const Tensor& dst) {
   if (!d.SharesStorage(dst)) copy(d, dst);  // scatter on the destination's device
 }
 
+void convert_cuda(const Tensor& src, const Tensor& dst) {
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  cuda::set_device(dst);
+  dispatch_dtype<AllTypes>(src.dtype(), "convert", [&](auto from) {
+    dispatch_dtype<AllTypes>(dst.dtype(), "convert", [&](auto to) {
+      using From = typename decltype(from)::type;
+      using To = typename decltype(to)::type;
+      convert_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
+          src.data_ptr<From>(), DimsArg::Of(src.meta()), dst.data_ptr<To>(),
+          DimsArg::Of(dst.meta()), n);
+    });
+  });
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 ZERO_REGISTER_KERNEL(fill, kCuda, fill_cuda);
+ZERO_REGISTER_KERNEL(convert, kCuda, convert_cuda);
 ZERO_REGISTER_KERNEL(arange, kCuda, arange_cuda);
 ZERO_REGISTER_KERNEL(rand_uniform, kCuda, rand_uniform_cuda);
 ZERO_REGISTER_KERNEL(rand_normal, kCuda, rand_normal_cuda);

@@ -210,7 +210,16 @@ void sum_typed(const Tensor& x, int dim, const Tensor& out) {
 
 template <typename T>
 void sum_all_typed(const Tensor& x, const Tensor& out) {
-  static_assert(std::is_same_v<T, float>, "a 16-bit sum_all needs a converting input iterator");
+  if constexpr (!std::is_same_v<T, float>) {
+    // A 16-bit input is widened to float (exactly), summed there, and the one result
+    // rounded back: cub's sum then accumulates in float, as every other sum here does.
+    const TensorOption f32 = TensorOption().OnDevice(x.device());
+    const Tensor wide = Tensor::Empty(x.sizes(), f32), total = Tensor::Empty(out.sizes(), f32);
+    convert(x, wide);
+    sum_all_typed<float>(wide, total);
+    convert(total, out);
+    return;
+  }
   cuda::set_device(x);
   const Tensor xc = contiguous(x);
   const int n = static_cast<int>(xc.numel());
