@@ -10,6 +10,7 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(cross_entropy_forward);
 ZERO_DEFINE_KERNEL(cross_entropy_backward);
+
 namespace {
 
 // Logits [N, V] and targets [N]; returns N.

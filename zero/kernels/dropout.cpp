@@ -9,6 +9,7 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(dropout_forward);
 ZERO_DEFINE_KERNEL(dropout_backward);
+
 namespace {
 
 void check_dropout(const char* op, float p, const Tensor& in, const char* in_name,

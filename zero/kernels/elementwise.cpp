@@ -55,7 +55,9 @@ void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& 
                     const Tensor& grad_x) {
   check_same_device("unary backward", {&x, &y, &grad_y, &grad_x});
   check_same_dtype("unary backward", x, {&y, &grad_y, &grad_x});
-  for (const Tensor* t : {&y, &grad_y, &grad_x}) check_shape("unary backward", *t, "every operand", x.sizes());
+  for (const Tensor* t : {&y, &grad_y, &grad_x}) {
+    check_shape("unary backward", *t, "every operand", x.sizes());
+  }
   unary_backward_stub(x.device(), op, x, y, grad_y, grad_x);
 }
 

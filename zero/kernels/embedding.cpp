@@ -9,6 +9,7 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(embedding_forward);
 ZERO_DEFINE_KERNEL(embedding_backward);
+
 namespace {
 
 // ids.sizes() + [C]: the shape of the gathered rows.

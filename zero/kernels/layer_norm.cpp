@@ -9,6 +9,7 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(layer_norm_forward);
 ZERO_DEFINE_KERNEL(layer_norm_backward);
+
 namespace {
 
 void check_f32_contiguous(const char* op, const Tensor& t, const char* what) {

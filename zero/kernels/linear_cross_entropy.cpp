@@ -13,6 +13,7 @@ namespace zero::ops {
 ZERO_DEFINE_KERNEL(cross_entropy_count);
 ZERO_DEFINE_KERNEL(cross_entropy_chunk_forward);
 ZERO_DEFINE_KERNEL(cross_entropy_chunk_backward);
+
 namespace {
 
 // Logits [n, V], targets [n] and lse [n].

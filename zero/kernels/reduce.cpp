@@ -16,6 +16,7 @@ ZERO_DEFINE_KERNEL(mean_all);
 ZERO_DEFINE_KERNEL(max);
 ZERO_DEFINE_KERNEL(max_all);
 ZERO_DEFINE_KERNEL(max_backward);
+
 namespace {
 
 // `out` has x's dtype and x's shape with size 1 at `dim`.

@@ -8,6 +8,7 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(masked_fill);
 ZERO_DEFINE_KERNEL(concat);
+
 namespace {
 
 // True when `from` broadcasts to exactly `to` (NumPy rules, `to` unchanged).

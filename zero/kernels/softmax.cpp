@@ -12,6 +12,7 @@ ZERO_DEFINE_KERNEL(softmax_forward);
 ZERO_DEFINE_KERNEL(softmax_backward);
 ZERO_DEFINE_KERNEL(log_softmax_forward);
 ZERO_DEFINE_KERNEL(log_softmax_backward);
+
 namespace {
 
 // Every operand: contiguous F32 of `ref`'s shape, at least 1-d.

@@ -61,7 +61,6 @@ int64_t visible_keys(bool causal, int64_t i, int64_t tq, int64_t tk) {
   return causal ? tk - tq + i + 1 : tk;
 }
 
-
 // The row-by-row reference on contiguous q, k, v, out.
 void attention_forward_rows(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,

@@ -5,9 +5,9 @@
 // softmax_cpu.cpp) and saved, so the backward needs only exp(logits - lse) for the
 // softmax: d loss / d logits[i] = (softmax(logits[i]) - onehot(t)) / count.
 // Rows whose target is ignore_index contribute nothing and count for nothing.
+#include "zero/kernels/cpu/cross_entropy_rows.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/cross_entropy_rows.h"
 
 namespace zero::ops {
 namespace {

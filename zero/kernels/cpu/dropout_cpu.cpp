@@ -2,9 +2,9 @@
 // scaled by 1/(1-p), so the expected value of every element is unchanged. The forward
 // and the backward apply the same mask to different tensors, so both are one loop.
 #include "zero/core/philox.h"
+#include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
 namespace {
@@ -20,7 +20,6 @@ void apply_mask(const Tensor& in, float p, uint64_t seed, uint64_t offset, const
     po[i] = philox_uniform(seed, offset + i) >= p ? pi[i] * scale : 0.0f;
   }
 }
-
 
 void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset,
                          const Tensor& y) {

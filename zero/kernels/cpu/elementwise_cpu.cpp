@@ -96,7 +96,6 @@ inline float silu_grad(float x) {
   return s * (1.0f + x * (1.0f - s));
 }
 
-
 // ---------------------------------------------------------------- entry points
 
 template <typename T>

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
 namespace {
@@ -39,7 +39,6 @@ std::vector<int32_t> read_ids(const Tensor& ids, int64_t vocab) {
   }
   return out;
 }
-
 
 void embedding_forward_cpu(const Tensor& weight, const Tensor& ids, const Tensor& out) {
   const int64_t vocab = weight.size(0), c = weight.size(1);

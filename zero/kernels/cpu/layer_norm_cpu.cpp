@@ -6,16 +6,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
 namespace {
 
 // Columns of grad_weight / grad_bias one thread owns at a time.
 constexpr int64_t kColumnBlock = 64;
-
 
 void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                             const Tensor& y, const Tensor& mean, const Tensor& rstd) {

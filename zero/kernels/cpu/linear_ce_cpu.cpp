@@ -5,9 +5,9 @@
 // differs: every chunk divides by the count of the whole batch, not its own.
 #include <algorithm>
 
+#include "zero/kernels/cpu/cross_entropy_rows.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/cross_entropy_rows.h"
 
 namespace zero::ops {
 namespace {

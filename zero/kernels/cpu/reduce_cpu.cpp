@@ -71,7 +71,6 @@ inline bool better(const Candidate& a, const Candidate& b) {
   return a.index < b.index;
 }
 
-
 template <typename T>
 void max_fibres(const Tensor& x, int dim, const Tensor& values, const Tensor& indices) {
   const T* px = x.data_ptr<T>();

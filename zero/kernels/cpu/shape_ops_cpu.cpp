@@ -1,8 +1,8 @@
 // CPU masked_fill (the mask broadcast through stride-0 dimensions) and concat
 // (each input copied into its slice of the output, any layouts).
+#include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
 namespace {

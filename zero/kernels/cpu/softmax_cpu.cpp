@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
-#include "zero/kernels/cpu/parallel.h"
 
 namespace zero::ops {
 namespace {
@@ -39,7 +39,6 @@ RowStats row_stats(const float* x, int64_t cols) {
   for (int64_t j = 0; j < cols; ++j) s += std::exp(static_cast<double>(x[j]) - m);
   return {m, std::log(s)};
 }
-
 
 void softmax_forward_cpu(const Tensor& x, const Tensor& y) {
   const float* px = x.data_ptr<float>();

@@ -138,7 +138,6 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-
 void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                             float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                             const Tensor& lse) {

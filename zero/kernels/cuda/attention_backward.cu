@@ -234,7 +234,6 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-
 void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                              const Tensor& lse, const Tensor& grad_out, bool causal,
                              float dropout_p, uint64_t seed, uint64_t offset,

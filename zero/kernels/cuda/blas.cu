@@ -169,8 +169,6 @@ void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const Matri
   }
 }
 
-
-
 void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
   cuda::set_device(out);
   MatrixLayout la, lb;

@@ -63,7 +63,6 @@ __global__ void cross_entropy_backward_kernel(const float* logits, const int32_t
   }
 }
 
-
 void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index,
                                 const Tensor& loss, const Tensor& lse) {
   const int64_t N = logits.size(0), V = logits.size(1);

@@ -47,5 +47,4 @@ inline bool vec4_ok(const Tensor& t) {
 // the driver once and remembered (cuda_common.cu).
 int device_attribute(int device, cudaDeviceAttr attr);
 
-
 }  // namespace zero::ops::cuda

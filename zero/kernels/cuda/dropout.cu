@@ -38,7 +38,6 @@ __global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uin
   }
 }
 
-
 void dropout_forward_cuda(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y) {
   const int64_t n = x.numel();
   if (n == 0) return;

@@ -30,7 +30,6 @@ __global__ void embedding_backward_kernel(const float* g, const int32_t* ids, fl
   if (id >= 0 && id < V) atomicAdd(&gw[id * C + i % C], g[i]);
 }
 
-
 void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tensor& out) {
   const int64_t n = ids.numel(), C = weight.size(1), V = weight.size(0);
   if (n == 0) return;

@@ -143,7 +143,6 @@ __global__ void layer_norm_grad_wb_kernel(const float* g, const float* x, const 
   partial[(blockIdx.y * 2 + 1) * C + c] = gb;
 }
 
-
 void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                              const Tensor& y, const Tensor& mean, const Tensor& rstd) {
   const int64_t C = x.size(-1), N = x.numel() / C;

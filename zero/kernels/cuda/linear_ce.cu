@@ -86,7 +86,6 @@ __global__ void chunk_backward_transposed_kernel(float* logits, float* transpose
   }
 }
 
-
 void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /*vocab*/,
                               const Tensor& count) {
   // Targets are range-checked by the chunk kernels: a bad one makes the loss NaN.

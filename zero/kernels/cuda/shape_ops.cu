@@ -17,7 +17,6 @@ __global__ void masked_fill_kernel(const float* x, DimsArg dx, const int32_t* ma
   if (i < n) out[i] = mask[dm.Offset(i)] != 0 ? value : x[dx.Offset(i)];
 }
 
-
 void masked_fill_cuda(const Tensor& x, const Tensor& mask, float value, const Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;

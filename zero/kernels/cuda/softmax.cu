@@ -116,7 +116,6 @@ void launch_backward(const Tensor& y, const Tensor& g, const Tensor& gx) {
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-
 void softmax_forward_cuda(const Tensor& x, const Tensor& y) { launch_forward<false>(x, y); }
 void log_softmax_forward_cuda(const Tensor& x, const Tensor& y) { launch_forward<true>(x, y); }
 void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x) {

@@ -110,5 +110,4 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
 
 }  // namespace cuda
 
-
 }  // namespace zero::ops
