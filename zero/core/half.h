@@ -10,12 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-/// Marks a function callable from host code and, when compiled by nvcc, device code.
-#if defined(__CUDACC__)
-#define ZERO_HOST_DEVICE __host__ __device__
-#else
-#define ZERO_HOST_DEVICE
-#endif
+#include "zero/core/host_device.h"
 
 namespace zero {
 

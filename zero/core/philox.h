@@ -10,13 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-/// Marks a function callable from host and device code when compiled by nvcc.
-#define ZERO_HOST_DEVICE __host__ __device__
-#else
-/// Marks a function callable from host and device code when compiled by nvcc.
-#define ZERO_HOST_DEVICE
-#endif
+#include "zero/core/host_device.h"
 
 namespace zero {
 
