@@ -80,9 +80,11 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
                "loss), got shape ", shape_to_string(sizes()));
     root_grad = Tensor::Ones(sizes(), options());
   }
-  ZERO_CHECK(root_grad.sizes() == sizes() && root_grad.device() == device(),
-             "Backward(grad): expected grad of shape ", shape_to_string(sizes()), " on ",
-             device(), ", got ", shape_to_string(root_grad.sizes()), " on ", root_grad.device());
+  ZERO_CHECK(root_grad.sizes() == sizes() && root_grad.device() == device() &&
+                 root_grad.dtype() == dtype(),
+             "Backward(grad): expected grad of shape ", shape_to_string(sizes()), " ",
+             to_string(dtype()), " on ", device(), ", got ", shape_to_string(root_grad.sizes()),
+             " ", to_string(root_grad.dtype()), " on ", root_grad.device());
   NoGradGuard no_grad;  // the backward itself is not recorded
   std::unordered_set<const TensorNode*> taken{root_grad.node().get()};
   if (is_leaf()) {

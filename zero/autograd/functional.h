@@ -3,7 +3,9 @@
 ///
 /// Each function runs one `TensorOp` (`RunOp<OpX>`) so that, when an input requires
 /// grad, the result remembers how it was made and `Backward()` can differentiate it.
-/// Every op is differentiable in its F32 inputs. Shapes in comments: B batch, T time,
+/// Every op is differentiable in its floating-point inputs (in the dtypes its kernels
+/// take), and a gradient has its input's dtype: `to_dtype` is the one op that moves
+/// values, and gradients, between dtypes. Shapes in comments: B batch, T time,
 /// C channels, V vocabulary.
 #pragma once
 
@@ -13,6 +15,17 @@
 #include "zero/core/tensor.h"
 
 namespace zero {
+
+/// @name Dtype
+/// @{
+
+/// `x` converted into `dtype`, differentiably: rounded to nearest (ties to even) into
+/// BF16 or F16, widened exactly into F32, truncated towards zero into I32. The gradient
+/// flows back converted into x's dtype, so an F32 parameter cast to BF16 for compute
+/// still gets an F32 gradient. When x already has `dtype` (or is undefined) the result
+/// is `x` itself, with no graph node. An I32 result carries no gradient.
+Tensor to_dtype(const Tensor& x, DataType dtype);
+/// @}
 
 /// @name Element-wise arithmetic (NumPy broadcasting)
 /// @{

@@ -34,7 +34,8 @@ std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
     TensorImpl* impl = outputs[k].impl();
     ZERO_ASSERT(impl->grad_fn == nullptr, name(), " returned an output that already has a grad_fn");
     output_metas_.push_back(impl->meta);
-    if (impl->meta.dtype != DataType::F32) continue;  // integer outputs (indices) carry no gradient
+    // Integer outputs (indices, counts) carry no gradient.
+    if (!is_floating_point(impl->meta.dtype)) continue;
     impl->grad_fn = shared_from_this();
     impl->output_index = static_cast<int>(k);
   }
@@ -86,6 +87,11 @@ std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_output
     ZERO_ASSERT(grads[i].sizes() == inputs_[i].sizes(), name(), " gave input ", i,
                 " a gradient of shape ", shape_to_string(grads[i].sizes()), ", expected ",
                 shape_to_string(inputs_[i].sizes()));
+    // A gradient has its input's dtype: a 16-bit activation gets a 16-bit gradient, and
+    // only the cast (OpToDtype) moves a gradient from one dtype to another.
+    ZERO_ASSERT(grads[i].dtype() == inputs_[i].dtype(), name(), " gave input ", i,
+                " a gradient of dtype ", to_string(grads[i].dtype()), ", expected ",
+                to_string(inputs_[i].dtype()));
   }
   return grads;
 }

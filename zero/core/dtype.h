@@ -23,6 +23,10 @@ constexpr size_t dtype_size(DataType dtype) {
   return dtype == DataType::BF16 || dtype == DataType::F16 ? 2 : 4;
 }
 
+/// True for the element types that hold real numbers and can carry gradients (F32, BF16,
+/// F16); false for I32.
+constexpr bool is_floating_point(DataType dtype) { return dtype != DataType::I32; }
+
 /// "f32", "i32", "bf16" or "f16".
 constexpr const char* to_string(DataType dtype) {
   switch (dtype) {

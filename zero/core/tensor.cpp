@@ -77,8 +77,9 @@ Tensor& Tensor::SetRequiresGrad(bool requires_grad) {
   TensorImpl& impl = const_cast<TensorImpl&>(checked());
   ZERO_CHECK(impl.grad_fn == nullptr, "SetRequiresGrad is for leaf tensors; this one was "
              "produced by an op (use Detach() to make a new leaf)");
-  ZERO_CHECK(!requires_grad || impl.meta.dtype == DataType::F32,
-             "only f32 tensors can require grad, got ", to_string(impl.meta.dtype));
+  ZERO_CHECK(!requires_grad || is_floating_point(impl.meta.dtype),
+             "only floating-point tensors (f32, bf16, f16) can require grad, got ",
+             to_string(impl.meta.dtype));
   impl.requires_grad = requires_grad;
   return *this;
 }

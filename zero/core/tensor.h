@@ -183,7 +183,8 @@ class Tensor {
 
   /// True for a leaf marked with `SetRequiresGrad` or any result computed from one.
   bool requires_grad() const;
-  /// Marks a leaf (F32) tensor so `Backward()` computes its gradient.
+  /// Marks a leaf floating-point tensor (F32, BF16 or F16) so `Backward()` computes its
+  /// gradient, which has the tensor's dtype.
   Tensor& SetRequiresGrad(bool requires_grad = true);
   /// True when no op produced this tensor while recording (a user-made tensor).
   bool is_leaf() const;

@@ -1,0 +1,34 @@
+/// @file
+/// `OpToDtype`: a tensor converted to another floating-point dtype, differentiably: the
+/// autograd cast that mixed-precision training is built on.
+///
+/// A model's FP32 master weights are cast to BF16 or F16 where they are used; the cast's
+/// backward converts each gradient back to FP32, so the optimiser only ever sees FP32
+/// (Note [Mixed precision] in nn/module.h).
+#pragma once
+
+#include "zero/autograd/tensor_op.h"
+
+namespace zero::autograd {
+
+/// `x` converted element by element into `dtype` (`ops::convert`: round to nearest,
+/// ties to even, into BF16 or F16; exact widening into F32). Backward: the gradient
+/// converted into x's dtype.
+class OpToDtype : public TensorOp {
+ public:
+  /// Converts into `dtype`.
+  explicit OpToDtype(DataType dtype) : dtype_(dtype) {}
+  /// "OpToDtype".
+  const char* name() const override { return "OpToDtype"; }
+
+ protected:
+  /// A new contiguous tensor of x's shape in `dtype`, filled by `ops::convert`.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// `ops::convert` of the gradient into the input's dtype.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+
+ private:
+  DataType dtype_;
+};
+
+}  // namespace zero::autograd
