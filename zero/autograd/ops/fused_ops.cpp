@@ -16,6 +16,9 @@ namespace zero {
 namespace autograd {
 namespace {
 
+// F32 on t's device: the row statistics (logsumexp, loss, counts) of every dtype.
+TensorOption f32_like(const Tensor& t) { return t.options().WithDtype(DataType::F32); }
+
 // `t` with its last dimension replaced by `last`.
 Shape with_last(const Shape& t, int64_t last) {
   Shape s = t;
@@ -61,7 +64,7 @@ std::vector<Tensor> OpLinear::Backward_(const std::vector<Tensor>& grad) {
 std::vector<Tensor> OpAttention::OpValue_(const std::vector<Tensor>& in) {
   const Tensor& q = in[0];  // (B, H, Tq, D)
   Tensor out = Tensor::Empty(q.sizes(), q.options());                        // (B, H, Tq, D)
-  lse_ = Tensor::Empty({q.size(0), q.size(1), q.size(2)}, q.options());      // (B, H, Tq)
+  lse_ = Tensor::Empty({q.size(0), q.size(1), q.size(2)}, f32_like(q));     // (B, H, Tq)
   ops::attention_forward(q, in[1], in[2], causal_, dropout_p_, seed_, offset_, out, lse_);
   out_ = out.Detach();
   return {out};
@@ -98,7 +101,7 @@ std::vector<Tensor> OpPackedAttention::OpValue_(const std::vector<Tensor>& in) {
   const Tensor& qkv = in[0];  // (B, T, 3C)
   const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
   Tensor y = Tensor::Empty({b, t, c}, qkv.options());          // (B, T, C)
-  lse_ = Tensor::Empty({b, n_head_, t}, qkv.options());        // (B, H, T)
+  lse_ = Tensor::Empty({b, n_head_, t}, f32_like(qkv));        // (B, H, T)
   ops::attention_forward(Heads_(qkv, 0, c), Heads_(qkv, c, c), Heads_(qkv, 2 * c, c),
                          /*causal=*/true, dropout_p_, seed_, offset_, Heads_(y, 0, c), lse_);
   y_ = y.Detach();
@@ -146,6 +149,14 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
 // only scales them by g. Otherwise the backward would have to recompute every chunk of
 // logits: one more [N, C] x [C, V] GEMM, 12.5 ms (6%) of GPT-2's FP32 step. llm.c's fused
 // classifier makes the same trade.
+// Note [Forward gradients in F16]
+// Made for g = 1, the gradient of the logits is (softmax - onehot) / N: for GPT-2's
+// vocabulary and N = 8192 rows most entries are near 1e-9, below F16's smallest
+// subnormal (6e-8), so they would round to zero before g, which carries the loss scale
+// (zero/train/loss_scaler.h), could lift them. In F16 the backward therefore makes the
+// gradients, with the real g in grad_loss (one more GEMM). BF16 has FP32's range: there
+// the forward makes them and the backward multiplies by g rounded to BF16 (exact for
+// g = 1).
 // Note [The head's weight gradient]
 // grad_weight (V, C) = dlogits^T x sums over the N rows. Both operands in their natural
 // layouts run along that sum with a stride (dlogits is (n, V), x is (N, C)), and on the
@@ -161,6 +172,11 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
   const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
   Tensor buffer = Tensor::Empty({chunk, vocab}, x.options());  // (chunk, V)
   Tensor buffer_t, x_t;  // (chunk * V) flat, for dlogits^T; (C, N)
+  // In BF16 or F16 the chunks add into an FP32 sum, rounded once at the end.
+  const bool sum_in_f32 =
+      grad_weight.defined() && grad_weight.dtype() != DataType::F32 && n > chunk_rows_;
+  Tensor grad_weight_sum = sum_in_f32 ? Tensor::Empty(grad_weight.sizes(), f32_like(grad_weight))
+                                      : grad_weight;  // (V, C)
   if (grad_weight.defined()) {
     buffer_t = Tensor::Empty({chunk * vocab}, x.options());
     x_t = Tensor::Empty({x.size(1), n}, x.options());
@@ -184,10 +200,11 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     // (V, C): the first chunk writes grad_weight, the others add into it.
     if (grad_weight.defined()) {
-      ops::matmul(logits_t, x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight,
+      ops::matmul(logits_t, x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight_sum,
                   /*accumulate=*/r0 > 0);
     }
   }
+  if (sum_in_f32) ops::convert(grad_weight_sum, grad_weight);
 }
 
 namespace {
@@ -203,18 +220,27 @@ void make_grads(const Tensor& x, const Tensor& weight, bool want_x, bool want_we
   }
 }
 
+// `t` times the one-element F32 gradient `g`, in t's dtype (g rounded to it first).
+Tensor scaled_by(const Tensor& t, const Tensor& g) {
+  if (t.dtype() == g.dtype()) return t * g;
+  Tensor g_t = Tensor::Empty(g.sizes(), g.options().WithDtype(t.dtype()));  // ()
+  ops::convert(g, g_t);
+  return t * g_t;
+}
+
 }  // namespace
 
 std::vector<Tensor> OpLinearCrossEntropy::OpValue_(const std::vector<Tensor>& in) {
   const Tensor& x = in[0];        // (N, C)
   const Tensor& weight = in[1];   // (V, C)
   const Tensor& targets = in[2];  // (N)
-  count_ = Tensor::Empty({}, x.options());  // ()
+  // The loss, its logsumexps and the count are FP32 whatever the dtype of x and weight.
+  count_ = Tensor::Empty({}, f32_like(x));  // ()
   ops::cross_entropy_count(targets, ignore_index_, weight.size(0), count_);
-  Tensor loss = Tensor::Zeros({}, x.options());  // () the chunks add into it
-  lse_ = Tensor::Empty({x.size(0)}, x.options());  // (N)
+  Tensor loss = Tensor::Zeros({}, f32_like(x));  // () the chunks add into it
+  lse_ = Tensor::Empty({x.size(0)}, f32_like(x));  // (N)
   make_grads(x, weight, grad_x_in_forward_, grad_weight_in_forward_, grad_x_, grad_weight_);
-  const Tensor one = grad_x_.defined() || grad_weight_.defined() ? Tensor::Ones({}, x.options())
+  const Tensor one = grad_x_.defined() || grad_weight_.defined() ? Tensor::Ones({}, f32_like(x))
                                                                  : Tensor();
   Chunks_(x, weight, targets, loss, one, grad_x_, grad_weight_);
   return {loss};
@@ -224,8 +250,10 @@ std::vector<Tensor> OpLinearCrossEntropy::Backward_(const std::vector<Tensor>& g
   Tensor grad_x, grad_weight;
   if (grad_x_in_forward_ || grad_weight_in_forward_) {
     // Made for g = 1 in the forward (Note [Gradients in the forward pass]): scale by g.
-    if (needs_grad(0) && grad_x_.defined()) grad_x = grad_x_ * grad[0];                // (N, C)
-    if (needs_grad(1) && grad_weight_.defined()) grad_weight = grad_weight_ * grad[0];  // (V, C)
+    if (needs_grad(0) && grad_x_.defined()) grad_x = scaled_by(grad_x_, grad[0]);  // (N, C)
+    if (needs_grad(1) && grad_weight_.defined()) {
+      grad_weight = scaled_by(grad_weight_, grad[0]);  // (V, C)
+    }
   }
   const bool missing_x = needs_grad(0) && !grad_x.defined();
   const bool missing_weight = needs_grad(1) && !grad_weight.defined();
@@ -319,16 +347,17 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
              "linear_cross_entropy: expected x [N, C] and weight [V, C], got ",
              shape_to_string(x.sizes()), " and ", shape_to_string(weight.sizes()),
              "; flatten (B, T, C) activations with Reshape({-1, C})");
-  ZERO_CHECK(x.dtype() == DataType::F32 && weight.dtype() == DataType::F32,
-             "linear_cross_entropy: expected f32 x and weight, got ", to_string(x.dtype()), " and ",
-             to_string(weight.dtype()));
+  ZERO_CHECK(is_floating_point(x.dtype()) && weight.dtype() == x.dtype(),
+             "linear_cross_entropy: expected x and weight of one floating-point dtype (f32, "
+             "bf16 or f16), got ", to_string(x.dtype()), " and ", to_string(weight.dtype()));
   ZERO_CHECK(targets.dtype() == DataType::I32, "linear_cross_entropy: expected i32 targets, got ",
              to_string(targets.dtype()));
   ZERO_CHECK(targets.dim() == 1 && targets.size(0) == x.size(0),
              "linear_cross_entropy: expected targets of shape [", x.size(0), "] for x ",
              shape_to_string(x.sizes()), ", got ", shape_to_string(targets.sizes()));
-  // Whether the caller will differentiate: then the forward makes the gradients too.
-  const bool recording = GradMode::enabled();
+  // Whether the caller will differentiate: then the forward makes the gradients too,
+  // except in F16 (Note [Forward gradients in F16]).
+  const bool recording = GradMode::enabled() && x.dtype() != DataType::F16;
   return autograd::RunOp<autograd::OpLinearCrossEntropy>(
       {x.Contiguous(), weight.Contiguous(), targets.Contiguous()}, ignore_index,
       autograd::OpLinearCrossEntropy::default_chunk_rows(weight.size(0)),

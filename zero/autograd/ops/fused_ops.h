@@ -105,7 +105,8 @@ class OpPackedAttention : public TensorOp {
 
 /// `cross_entropy(x @ weight^T, targets, ignore_index)` on inputs {x [N, C],
 /// weight [V, C], I32 targets [N]} (contiguous), computed `chunk_rows` rows at a
-/// time so that only a [chunk_rows, V] block of logits ever exists. Saves the
+/// time so that only a [chunk_rows, V] block of logits ever exists. x and weight share
+/// one dtype (F32, BF16 or F16), which the logits have too; the loss is F32. Saves the
 /// per-row logsumexp [N] and the count of non-ignored targets; the backward
 /// recomputes each chunk's logits, turns them into their gradient in place and
 /// accumulates `grad_x` and `grad_weight` from it.

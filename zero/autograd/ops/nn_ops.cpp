@@ -17,8 +17,10 @@ std::vector<Tensor> OpLayerNorm::OpValue_(const std::vector<Tensor>& in) {
   const int64_t c = x.size(-1);
   const int64_t rows = c > 0 ? x.numel() / c : 0;
   Tensor y = Tensor::Empty(x.sizes(), x.options());  // (..., C)
-  mean_ = Tensor::Empty({rows}, x.options());         // (N,)
-  rstd_ = Tensor::Empty({rows}, x.options());         // (N,)
+  // The statistics are FP32 whatever x's dtype (BF16 and F16 too).
+  const TensorOption f32 = x.options().WithDtype(DataType::F32);
+  mean_ = Tensor::Empty({rows}, f32);  // (N,)
+  rstd_ = Tensor::Empty({rows}, f32);  // (N,)
   ops::layer_norm_forward(x, in[1].Contiguous(), in[2].Contiguous(), eps_, y, mean_, rstd_);
   return {y};
 }
