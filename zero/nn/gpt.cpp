@@ -74,7 +74,14 @@ Tensor GPT::Forward(const Tensor& ids) {
   ZERO_CHECK(ids.size(1) <= config_.block_size, "GPT::Forward: sequence length T = ",
              ids.size(1), " exceeds block_size = ", config_.block_size);
   const Tensor x = Hidden_(ids, 0, nullptr);  // (B, T, C)
-  return linear(x, wte_->weight());           // (B, T, V): the head tied to wte
+  return Head_(x);                            // (B, T, V)
+}
+
+Tensor GPT::Head_(const Tensor& x) const {
+  // The head tied to wte, cast to the compute dtype like every other use of a weight;
+  // the logits are returned in FP32 whatever the compute dtype.
+  const Tensor logits = linear(x, to_dtype(wte_->weight(), compute_dtype()));  // (B, T, V)
+  return to_dtype(logits, DataType::F32);
 }
 
 Tensor GPT::Loss(const Tensor& ids, const Tensor& targets) {
@@ -87,13 +94,16 @@ Tensor GPT::Loss(const Tensor& ids, const Tensor& targets) {
              ", got ", describe(targets));
   const Tensor x = Hidden_(ids, 0, nullptr);               // (B, T, C)
   const Tensor rows = x.Reshape({-1, config_.n_embd});     // (B*T, C)
-  return linear_cross_entropy(rows, wte_->weight(), targets.Reshape({-1}));  // ()
+  // The head's weight is cast on its own (a second cast of wte, besides the embedding's),
+  // so the two gradients of the tied table meet, and add, in FP32. The loss is FP32.
+  const Tensor head = to_dtype(wte_->weight(), compute_dtype());  // (V, C)
+  return linear_cross_entropy(rows, head, targets.Reshape({-1}));  // ()
 }
 
 KVCache GPT::MakeCache(int64_t batch) const {
   ZERO_CHECK(batch > 0, "GPT::MakeCache: expected a positive batch size, got ", batch);
   const int64_t h = config_.n_head, d = config_.n_embd / config_.n_head;
-  const TensorOption opt = TensorOption().OnDevice(device());
+  const TensorOption opt = TensorOption().WithDtype(compute_dtype()).OnDevice(device());
   std::vector<Tensor> k, v;
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     k.push_back(Tensor::Zeros({batch, h, config_.block_size, d}, opt));  // (B, H, T_max, D)
@@ -108,6 +118,10 @@ Tensor GPT::ForwardCached(const Tensor& ids, KVCache& cache) {
                  ids.size(0) == cache.batch(),
              "GPT::ForwardCached: expected a cache of this model for B = ", ids.size(0),
              " sequences, got one with ", cache.k_.size(), " layers for B = ", cache.batch());
+  ZERO_CHECK(cache.k_.empty() || cache.k_.front().dtype() == compute_dtype(),
+             "GPT::ForwardCached: the cache holds ", to_string(cache.k_.front().dtype()),
+             " keys but the model computes in ", to_string(compute_dtype()),
+             "; make the cache with MakeCache after SetComputeDtype");
   const int64_t start = cache.length();
   ZERO_CHECK(start + ids.size(1) <= cache.capacity(), "GPT::ForwardCached: ", start,
              " cached positions + T_new = ", ids.size(1), " new ones exceed block_size = ",
@@ -115,7 +129,7 @@ Tensor GPT::ForwardCached(const Tensor& ids, KVCache& cache) {
   NoGradGuard no_grad;  // generation: nothing here is ever differentiated
   const Tensor x = Hidden_(ids, start, &cache);  // (B, T_new, C)
   cache.length_ = start + ids.size(1);
-  return linear(x, wte_->weight());  // (B, T_new, V)
+  return Head_(x);  // (B, T_new, V)
 }
 
 }  // namespace zero::nn

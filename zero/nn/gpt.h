@@ -61,6 +61,11 @@ class KVCache {
 ///
 /// Dropout is nanoGPT's: on the embeddings, on the attention probabilities (inside the
 /// fused attention op, from a recomputed Philox mask), and after each c_proj.
+///
+/// Mixed precision: `SetComputeDtype(DataType::BF16)` (or F16, from `Module`) runs the
+/// whole forward and backward in that dtype, the residual stream included, while the
+/// parameters stay FP32 master weights that receive FP32 gradients (Note [Mixed
+/// precision] in nn/module.h). The loss and the logits are FP32 in every dtype.
 class GPT : public Module {
  public:
   /// Builds the model on the CPU (move it with `To`). Weights of Linear and Embedding
@@ -71,17 +76,18 @@ class GPT : public Module {
   /// The sizes the model was built with.
   const GPTConfig& config() const { return config_; }
 
-  /// ids I32 [B, T], T <= block_size -> logits [B, T, V].
+  /// ids I32 [B, T], T <= block_size -> logits [B, T, V] (F32).
   Tensor Forward(const Tensor& ids);
   /// Mean cross-entropy of the next-token predictions for ids [B, T] against I32
-  /// targets [B, T] (0-d), through `linear_cross_entropy`: the [B*T, V] logits are never
-  /// all kept.
+  /// targets [B, T] (0-d, F32), through `linear_cross_entropy`: the [B*T, V] logits are
+  /// never all kept.
   Tensor Loss(const Tensor& ids, const Tensor& targets);
 
-  /// An empty cache for `batch` sequences, on the model's device.
+  /// An empty cache for `batch` sequences, on the model's device, in its compute dtype.
   KVCache MakeCache(int64_t batch) const;
   /// Appends ids [B, T_new] at position `cache.length()` of each sequence and returns the
-  /// logits [B, T_new, V] of the new positions; advances the cache. Records no gradients.
+  /// logits [B, T_new, V] (F32) of the new positions; advances the cache. Records no
+  /// gradients. The cache must be in the model's compute dtype.
   /// Dropout follows the training mode, so generate in evaluation mode (`EvalGuard`).
   Tensor ForwardCached(const Tensor& ids, KVCache& cache);
 
@@ -92,6 +98,8 @@ class GPT : public Module {
  private:
   // Embeddings, blocks and ln_f for ids at positions start.. -> (B, T, C).
   Tensor Hidden_(const Tensor& ids, int64_t start, KVCache* cache);
+  // x (B, T, C) -> F32 logits (B, T, V) through the head tied to wte.
+  Tensor Head_(const Tensor& x) const;
 
   GPTConfig config_;
   Generator dropout_gen_;

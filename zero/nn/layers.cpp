@@ -15,7 +15,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, Generator& gen, float 
   if (bias) bias_ = RegisterParameter("bias", Tensor::Zeros({out_features}));
 }
 
-Tensor Linear::Forward(const Tensor& x) const { return linear(x, weight_, bias_); }
+// Each Forward casts its input and parameters to the compute dtype (identity in F32):
+// Note [Mixed precision] in module.h.
+Tensor Linear::Forward(const Tensor& x) const {
+  const DataType dt = compute_dtype();
+  return linear(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt));
+}
 
 LayerNorm::LayerNorm(int64_t features, float eps) : eps_(eps) {
   ZERO_CHECK(features > 0, "LayerNorm: expected a positive feature count, got ", features);
@@ -23,7 +28,10 @@ LayerNorm::LayerNorm(int64_t features, float eps) : eps_(eps) {
   bias_ = RegisterParameter("bias", Tensor::Zeros({features}));
 }
 
-Tensor LayerNorm::Forward(const Tensor& x) const { return layer_norm(x, weight_, bias_, eps_); }
+Tensor LayerNorm::Forward(const Tensor& x) const {
+  const DataType dt = compute_dtype();
+  return layer_norm(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt), eps_);
+}
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen, float init_std) {
   ZERO_CHECK(num_embeddings > 0 && dim > 0, "Embedding: expected positive sizes, got ",
@@ -31,7 +39,9 @@ Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen, float 
   weight_ = RegisterParameter("weight", Tensor::Randn({num_embeddings, dim}, {}, &gen) * init_std);
 }
 
-Tensor Embedding::Forward(const Tensor& ids) const { return embedding(weight_, ids); }
+Tensor Embedding::Forward(const Tensor& ids) const {
+  return embedding(to_dtype(weight_, compute_dtype()), ids);
+}
 
 Dropout::Dropout(float p, Generator* gen) : p_(p), gen_(gen) {
   ZERO_CHECK(p >= 0.0f && p < 1.0f, "Dropout: expected p in [0, 1), got ", p);

@@ -3,8 +3,11 @@
 ///
 /// Each layer is a `Module` that owns its parameters and whose `Forward` is one fused
 /// functional op (autograd/functional.h): the layer adds names, initialisation and mode,
-/// the op does the arithmetic and its gradient. Initialisation draws from a caller's
-/// `Generator`, so a model built twice from one seed is the same model on any device.
+/// the op does the arithmetic and its gradient. Parameters are FP32; a layer set to
+/// compute in BF16 or F16 (`Module::SetComputeDtype`) casts them, and its input, to that
+/// dtype in Forward and returns a result of that dtype (Note [Mixed precision] in
+/// nn/module.h). Initialisation draws from a caller's `Generator`, so a model built
+/// twice from one seed is the same model on any device.
 /// Read next: nn/block.h (attention, the MLP and the block built from these), nn/gpt.h.
 #pragma once
 
@@ -21,7 +24,7 @@ class Linear : public Module {
   /// Weight drawn from N(0, `init_std`^2) with `gen`; bias (when `bias`) zero.
   Linear(int64_t in_features, int64_t out_features, Generator& gen, float init_std = 0.02f,
          bool bias = true);
-  /// x [..., in] -> [..., out], through the fused `linear` op.
+  /// x [..., in] -> [..., out] in the compute dtype, through the fused `linear` op.
   Tensor Forward(const Tensor& x) const;
   /// The weight [out, in].
   const Tensor& weight() const { return weight_; }
@@ -39,7 +42,7 @@ class LayerNorm : public Module {
  public:
   /// Normalises vectors of `features` elements; `eps` is added to the variance.
   explicit LayerNorm(int64_t features, float eps = 1e-5f);
-  /// x [..., features] -> same shape.
+  /// x [..., features] -> same shape, in the compute dtype.
   Tensor Forward(const Tensor& x) const;
   /// The scale [features].
   const Tensor& weight() const { return weight_; }
@@ -57,7 +60,7 @@ class Embedding : public Module {
  public:
   /// Weight drawn from N(0, `init_std`^2) with `gen`.
   Embedding(int64_t num_embeddings, int64_t dim, Generator& gen, float init_std = 0.02f);
-  /// ids [...] (I32) -> [..., dim].
+  /// ids [...] (I32) -> [..., dim], rows of the table in the compute dtype.
   Tensor Forward(const Tensor& ids) const;
   /// The table [num_embeddings, dim].
   const Tensor& weight() const { return weight_; }

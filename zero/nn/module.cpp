@@ -49,6 +49,13 @@ void Module::Train(bool on) {
   for (auto& named : modules_) named.second->Train(on);
 }
 
+void Module::SetComputeDtype(DataType dtype) {
+  ZERO_CHECK(is_floating_point(dtype), "SetComputeDtype: expected f32, bf16 or f16, got ",
+             to_string(dtype));
+  compute_dtype_ = dtype;
+  for (auto& named : modules_) named.second->SetComputeDtype(dtype);
+}
+
 void Module::To(Device device) {
   for (Tensor& p : Parameters()) {
     if (p.device() == device) continue;

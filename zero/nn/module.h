@@ -4,9 +4,10 @@
 /// A layer registers its parameters (leaf tensors that require grad) and its sublayers
 /// under names; the module tree then answers the questions a trainer asks of a model:
 /// every parameter with its dotted name (for the optimiser and checkpoints), the
-/// parameter count, training or evaluation mode, and moving everything to a device.
-/// Names follow PyTorch, so "transformer.h.0.attn.c_attn.weight" means the same here
-/// as in nanoGPT. Read next: nn/layers.h (Linear, LayerNorm, ...), nn/gpt.h.
+/// parameter count, training or evaluation mode, the dtype it computes in, and moving
+/// everything to a device. Names follow PyTorch, so "transformer.h.0.attn.c_attn.weight"
+/// means the same here as in nanoGPT. Read next: nn/layers.h (Linear, LayerNorm, ...),
+/// nn/gpt.h.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,14 @@ class Module {
   /// True in training mode (the default).
   bool is_training() const { return training_; }
 
+  /// Sets the dtype this module and all its submodules compute in: F32 (the default),
+  /// BF16 or F16. The parameters stay F32 master weights; each Forward casts them, and
+  /// its input, to this dtype where it uses them (Note [Mixed precision]).
+  /// @throws zero::Error for I32.
+  void SetComputeDtype(DataType dtype);
+  /// The dtype the module computes in (`SetComputeDtype`).
+  DataType compute_dtype() const { return compute_dtype_; }
+
   /// Moves every parameter (and its gradient) to `device` in place: every `Tensor`
   /// handle to a parameter, in this module or held elsewhere (an optimiser), stays valid
   /// and now reads the moved data. See Note [Moving parameters in place].
@@ -83,7 +92,21 @@ class Module {
   std::deque<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> modules_;
   bool training_ = true;
+  DataType compute_dtype_ = DataType::F32;
 };
+
+// Note [Mixed precision]
+// Parameters are always FP32: the master weights that the optimiser updates and that
+// checkpoints save. A module set to compute in BF16 or F16 casts each parameter to that
+// dtype where its Forward uses it (`to_dtype`, one graph node per use), so activations
+// flow in 16 bits, and the cast's backward widens each parameter's gradient back to
+// FP32. AdamW, gradient clipping, the gradient norm and checkpoints therefore see FP32
+// only, and need no change. Inside the kernels every product, sum and statistic
+// (softmax, LayerNorm, logsumexp) accumulates in FP32 and each result is rounded once
+// into 16 bits. The shape is PyTorch autocast's, with one difference: here every op of
+// the model computes in the module's dtype, the residual stream included, as llm.c
+// does; only the loss comes out in FP32. F16's narrow range needs loss scaling during
+// training (zero/train/loss_scaler.h); BF16 has FP32's range and needs none.
 
 /// A module that only holds other modules under names: the containers of a model's
 /// name tree ("transformer", "h"), like PyTorch's `ModuleDict` and `ModuleList`.
