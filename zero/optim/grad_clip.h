@@ -16,7 +16,13 @@ namespace zero::optim {
 /// only the final scalar is copied to the host (one synchronisation). Returns the norm
 /// before clipping; when it is not finite (inf or NaN) the gradients are left as they
 /// are, so the caller can see it and skip the step.
-/// @throws zero::Error when `max_norm` is not positive or the gradients are on several devices.
-float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
+///
+/// With `grad_scale` S != 1 the gradients are taken to be S times the true ones (a
+/// scaled loss, zero/train/loss_scaler.h): the norm returned and compared with
+/// `max_norm` is the true one, and the same in-place pass divides them by S (unscales
+/// them) as it clips, so that one pass does both.
+/// @throws zero::Error when `max_norm` is not positive, `grad_scale` is not finite and
+/// positive, or the gradients are on several devices.
+float clip_grad_norm(const std::vector<Tensor>& params, float max_norm, float grad_scale = 1.0f);
 
 }  // namespace zero::optim

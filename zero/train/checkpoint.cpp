@@ -100,6 +100,7 @@ std::string trainer_state_to_json(const TrainerState& s) {
   j["step"] = s.step;
   j["best_val_loss"] = std::isfinite(s.best_val_loss) ? nlohmann::ordered_json(s.best_val_loss)
                                                       : nlohmann::ordered_json(nullptr);
+  j["skipped_steps"] = s.skipped_steps;
   j["rng"] = {{"dropout_seed", s.dropout_seed},
               {"dropout_offset", s.dropout_offset},
               {"sampler_seed", s.sampler_seed},
@@ -111,7 +112,14 @@ std::string trainer_state_to_json(const TrainerState& s) {
                 {"min_lr", c.min_lr},         {"warmup", c.warmup},
                 {"max_steps", c.max_steps},   {"weight_decay", c.weight_decay},
                 {"beta1", c.beta1},           {"beta2", c.beta2},
-                {"grad_clip", c.grad_clip},   {"seed", c.seed}};
+                {"grad_clip", c.grad_clip},   {"seed", c.seed},
+                {"dtype", dtype_flag_name(c.dtype)}};
+  j["loss_scaling"] = {{"init_scale", c.loss_scaling.init_scale},
+                       {"growth_factor", c.loss_scaling.growth_factor},
+                       {"backoff_factor", c.loss_scaling.backoff_factor},
+                       {"growth_interval", c.loss_scaling.growth_interval},
+                       {"scale", s.loss_scale},
+                       {"good_steps", s.loss_scale_good_steps}};
   j["data_dir"] = s.data_dir;
   j["vocab_path"] = s.vocab_path;
   j["metrics_path"] = s.metrics_path;
@@ -128,6 +136,7 @@ TrainerState trainer_state_from_json(const std::string& text, const std::string&
   s.step = j.Int("step", 0);
   s.best_val_loss = j.Get("best_val_loss").is_null() ? std::numeric_limits<float>::infinity()
                                                      : j.Float("best_val_loss");
+  s.skipped_steps = j.Has("skipped_steps") ? j.Int("skipped_steps", 0) : 0;  // newer field
   const io::JsonFields rng = j.Object("rng");
   s.dropout_seed = rng.Uint("dropout_seed");
   s.dropout_offset = rng.Uint("dropout_offset");
@@ -152,6 +161,23 @@ TrainerState trainer_state_from_json(const std::string& text, const std::string&
   c.beta2 = t.Float("beta2");
   c.grad_clip = t.Float("grad_clip");
   c.seed = t.Uint("seed");
+  // A checkpoint written before mixed precision has neither field: an FP32 run.
+  if (t.Has("dtype")) {
+    const std::string dtype = t.String("dtype");
+    ZERO_CHECK(dtype == "fp32" || dtype == "bf16" || dtype == "fp16", source,
+               ": field \"train.dtype\": expected \"fp32\", \"bf16\" or \"fp16\", got \"",
+               dtype, "\"");
+    c.dtype = dtype == "bf16" ? DataType::BF16 : dtype == "fp16" ? DataType::F16 : DataType::F32;
+  }
+  if (j.Has("loss_scaling")) {
+    const io::JsonFields ls = j.Object("loss_scaling");
+    c.loss_scaling.init_scale = ls.Float("init_scale");
+    c.loss_scaling.growth_factor = ls.Float("growth_factor");
+    c.loss_scaling.backoff_factor = ls.Float("backoff_factor");
+    c.loss_scaling.growth_interval = ls.Int("growth_interval", 1);
+    s.loss_scale = ls.Float("scale");
+    s.loss_scale_good_steps = ls.Int("good_steps", 0);
+  }
   s.data_dir = j.String("data_dir");
   s.vocab_path = j.String("vocab_path");
   s.metrics_path = j.String("metrics_path");

@@ -5,14 +5,17 @@
 ///     checkpoint/
 ///       model.safetensors      the parameters, under nanoGPT's names (nn/gpt.h)
 ///       optimizer.safetensors  AdamW's moments, "<param>.exp_avg" / "<param>.exp_avg_sq"
-///       trainer.json           step, config, RNG states, best val loss (TrainerState)
+///       trainer.json           step, config, RNG states, loss scale, best val loss
+///                              (TrainerState)
 ///       vocab.json             the tokenizer the ids refer to
 ///
 /// The folder is written under a temporary name and renamed over the old one
 /// (`io::replace_directory_atomically`), so it is always either the previous
 /// checkpoint or the new one. Because every random draw in Zero is a position in a
 /// Philox stream (core/generator.h), the RNG state is four integers: the dropout
-/// generator's (seed, offset) and the batch sampler's (seed, position).
+/// generator's (seed, offset) and the batch sampler's (seed, position). The weights and
+/// moments are FP32 whatever dtype the run computes in (the master weights); the dtype
+/// itself is part of the config, and an F16 run's loss scale is saved with it.
 /// Read next: trainer.h (what saves and resumes), tools/convert_checkpoint.py.
 #pragma once
 
@@ -35,6 +38,9 @@ struct TrainerState {
   uint64_t dropout_offset = 0;    ///< ... and position in its stream.
   uint64_t sampler_seed = 0;      ///< `BatchSampler` seed ...
   uint64_t sampler_position = 0;  ///< ... and index of its next window.
+  float loss_scale = 1.0f;        ///< The loss scaler's scale (F16; 1 otherwise) ...
+  int64_t loss_scale_good_steps = 0;  ///< ... and its good steps in a row.
+  int64_t skipped_steps = 0;      ///< Updates skipped for a non-finite gradient norm.
   TrainConfig config;             ///< The model's shape and the hyper-parameters.
   std::string data_dir;           ///< Prepared dataset (train.bin, val.bin) the run reads.
   std::string vocab_path;    ///< vocab.json the token ids refer to (copied into the checkpoint).

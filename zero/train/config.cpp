@@ -1,4 +1,4 @@
-// The two presets of train_gpt, and the --device flag (see config.h).
+// The two presets of train_gpt, and the --device and --dtype flags (see config.h).
 #include "zero/train/config.h"
 
 namespace zero::train {
@@ -28,6 +28,56 @@ TrainConfig TrainConfig::SmallCpu() {
   c.warmup = 50;
   c.max_steps = 1000;
   return c;
+}
+
+namespace {
+
+bool bf16_gpu(Device device) {
+  return device.is_cuda() && cuda_compute_capability(device.index()) >= 80;
+}
+
+}  // namespace
+
+void check_compute_dtype(DataType dtype, Device device) {
+  ZERO_CHECK(is_floating_point(dtype), "expected a compute dtype of f32, bf16 or f16, got ",
+             to_string(dtype));
+  if (dtype == DataType::F32) return;
+  ZERO_CHECK(device.is_cuda(), dtype_flag_name(dtype), " training needs a GPU: the CPU "
+             "kernels of the fused attention compute in FP32 only (use fp32 on the CPU)");
+  const int cc = cuda_compute_capability(device.index());
+  ZERO_CHECK(dtype != DataType::BF16 || bf16_gpu(device), "bf16 on ", device.ToString(),
+             ": its compute capability is ", cc / 10, ".", cc % 10,
+             ", and BF16 needs 8.0 or newer (use fp16 or fp32)");
+}
+
+DataType resolve_dtype(const std::string& name, Device device) {
+  DataType dtype = DataType::F32;
+  if (name == "auto") {
+    dtype = bf16_gpu(device) ? DataType::BF16 : DataType::F32;
+  } else if (name == "bf16") {
+    dtype = DataType::BF16;
+  } else if (name == "fp16") {
+    dtype = DataType::F16;
+  } else {
+    ZERO_CHECK(name == "fp32", "--dtype: expected auto, fp32, bf16 or fp16, got '", name, "'");
+  }
+  try {
+    check_compute_dtype(dtype, device);
+  } catch (const Error& e) {
+    throw Error(std::string("--dtype ") + name + ": " + e.what());
+  }
+  return dtype;
+}
+
+const char* dtype_flag_name(DataType dtype) {
+  switch (dtype) {
+    case DataType::F32: return "fp32";
+    case DataType::BF16: return "bf16";
+    case DataType::F16: return "fp16";
+    case DataType::I32: break;
+  }
+  ZERO_ASSERT(false, "dtype_flag_name: ", to_string(dtype), " is not a compute dtype");
+  return "?";
 }
 
 Device resolve_device(const std::string& name) {

@@ -11,7 +11,9 @@
 #include <string>
 
 #include "zero/core/device.h"
+#include "zero/core/dtype.h"
 #include "zero/nn/gpt.h"
+#include "zero/train/loss_scaler.h"
 
 namespace zero::train {
 
@@ -28,6 +30,10 @@ struct TrainConfig {
   float beta2 = 0.99f;        ///< AdamW second-moment decay (0.99: small batches, few tokens).
   float grad_clip = 1.0f;     ///< Global gradient-norm bound (0 disables clipping).
   uint64_t seed = 1337;       ///< Seeds the weights, dropout and the batch order.
+  /// The dtype the model computes in: F32, or BF16 / F16 with FP32 master weights
+  /// (Note [Mixed precision] in nn/module.h). F16 turns on dynamic loss scaling.
+  DataType dtype = DataType::F32;
+  LossScalerOptions loss_scaling;  ///< The loss scaler's settings (used in F16 only).
 
   /// nanoGPT's shakespeare_char run: 6 layers, 6 heads, 384 wide, block 256, batch 64,
   /// dropout 0.2, lr 1e-3 -> 1e-4, warmup 100, 5000 steps.
@@ -36,6 +42,22 @@ struct TrainConfig {
   /// lr 3e-3 -> 3e-4, warmup 50, 1000 steps (a few minutes on a laptop).
   static TrainConfig SmallCpu();
 };
+
+/// Throws, saying why, unless a GPT can be trained in `dtype` on `device`: FP32
+/// anywhere; BF16 on a GPU of compute capability 8.0 or newer; F16 on any GPU.
+/// @throws zero::Error otherwise, or for I32.
+void check_compute_dtype(DataType dtype, Device device);
+
+/// The dtype a `--dtype` flag names: "fp32", "bf16", "fp16", or "auto": BF16 on a GPU
+/// of compute capability 8.0 or newer (its Tensor Cores compute BF16), FP32 elsewhere
+/// (the CPU, older GPUs).
+/// @throws zero::Error for another name, or for a dtype `check_compute_dtype` refuses
+/// on `device`.
+DataType resolve_dtype(const std::string& name, Device device);
+
+/// The `--dtype` name of `dtype`: "fp32", "bf16" or "fp16" (what train_gpt prints and
+/// trainer.json records).
+const char* dtype_flag_name(DataType dtype);
 
 /// The device a `--device` flag names: "cpu", "cuda" (GPU 0), "cuda:N", or "auto" (the
 /// first GPU when one is visible, else the CPU).

@@ -22,6 +22,8 @@ std::string to_json_line(const StepMetrics& m) {
   j["tokens_per_s"] = m.tokens_per_s;
   if (m.mfu) j["mfu"] = *m.mfu;
   j["mem_gib"] = m.mem_gib;
+  if (m.skipped) j["skipped"] = *m.skipped;
+  if (m.loss_scale) j["loss_scale"] = *m.loss_scale;
   return j.dump();
 }
 
@@ -39,6 +41,8 @@ StepMetrics from_json_line(const std::string& line) {
     m.tokens_per_s = j.at("tokens_per_s").get<double>();
     if (j.contains("mfu")) m.mfu = j["mfu"].get<double>();
     m.mem_gib = j.at("mem_gib").get<double>();
+    if (j.contains("skipped")) m.skipped = j["skipped"].get<int64_t>();
+    if (j.contains("loss_scale")) m.loss_scale = j["loss_scale"].get<float>();
     return m;
   } catch (const nlohmann::json::exception& e) {
     ZERO_CHECK(false,
@@ -78,7 +82,15 @@ std::string format_log_line(const StepMetrics& m, int64_t max_steps) {
   } else {
     std::snprintf(buf, sizeof(buf), " | mem %.2f GiB", m.mem_gib);
   }
-  return line + buf;
+  line += buf;
+  if (m.loss_scale) {
+    std::snprintf(buf, sizeof(buf), " | scale %g", *m.loss_scale);
+    line += buf;
+  }
+  if (m.skipped && (m.loss_scale || *m.skipped > 0)) {
+    line += " | skipped " + std::to_string(*m.skipped);
+  }
+  return line;
 }
 
 std::vector<StepMetrics> read_metrics(const std::string& path, int64_t* skipped) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <tuple>
 
+#include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/profiler.h"
 #include "zero/distributed/data_parallel.h"
@@ -39,8 +40,11 @@ Trainer::Trainer(const TrainConfig& config, TokenData data, Device device)
              detail::str_cat("training a GPT of n_layer = ", config.model.n_layer,
                              ", n_embd = ", config.model.n_embd, ", vocab ",
                              config.model.vocab_size, " on batches of ", batch, " x ", block));
+  check_compute_dtype(config.dtype, device);
   model_ = std::make_unique<nn::GPT>(config.model, config.seed);
   model_->To(device);
+  model_->SetComputeDtype(config.dtype);
+  scaler_ = LossScaler(config.dtype == DataType::F16, config.loss_scaling);
   optim::AdamWOptions options;
   options.lr = config.lr;
   options.beta1 = config.beta1;
@@ -67,18 +71,24 @@ StepResult Trainer::Step() {
     profiler::Scope scope("sampler: next batch");
     std::tie(x, y) = train_sampler_->Next();  // (B, T) each
   }
-  const Tensor loss = model_->Loss(x, y);  // ()
+  const Tensor loss = model_->Loss(x, y);  // () F32 in every dtype
+  // F16: the gradients are those of loss * S, S the loss scale (loss_scaler.h), so that
+  // small ones stay above F16's smallest values; the clip below divides by S again.
+  r.loss_scale = scaler_.scale();
+  const Tensor scaled = scaler_.enabled() ? loss * r.loss_scale : loss;  // ()
   if (data_parallel_) {
-    data_parallel_->Backward(loss);  // gradients averaged over ranks (distributed.h)
+    data_parallel_->Backward(scaled);  // gradients averaged over ranks (distributed.h)
   } else {
-    loss.Backward();
+    scaled.Backward();
   }
   {
     profiler::Scope scope("clip_grad_norm");
-    r.grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params_, config_.grad_clip)
-                                        : optim::clip_grad_norm(params_, INFINITY);
+    const float bound = config_.grad_clip > 0 ? config_.grad_clip : INFINITY;
+    r.grad_norm = optim::clip_grad_norm(params_, bound, r.loss_scale);  // unscaled too
   }
-  r.skipped = !std::isfinite(r.grad_norm);
+  // A non-finite norm (an F16 overflow, or a real inf/NaN): no update, and in F16 the
+  // scale is halved; every rank sees the same all-reduced norm and makes the same call.
+  r.skipped = !scaler_.Update(std::isfinite(r.grad_norm));
   if (r.skipped) {
     ++skipped_;  // an inf/NaN gradient would poison the moments: drop this batch
   } else {
@@ -148,6 +158,9 @@ TrainerState Trainer::State() {
   s.dropout_offset = model_->dropout_generator().offset();
   s.sampler_seed = train_sampler_->seed();
   s.sampler_position = train_sampler_->position();
+  s.skipped_steps = skipped_;
+  s.loss_scale = scaler_.scale();
+  s.loss_scale_good_steps = scaler_.good_steps();
   s.config = config_;
   s.data_dir = data_dir_;
   s.vocab_path = vocab_path_;
@@ -172,7 +185,13 @@ void Trainer::Resume(const std::string& dir) {
              " (resume with the checkpoint's --seed)");
   model_->dropout_generator().SetState(s.dropout_seed, s.dropout_offset);
   train_sampler_->SetPosition(s.sampler_position);
+  // The scale continues where the F16 run left it; a run that was not F16 had none, and
+  // an F16 run resumed from it starts from the initial scale.
+  if (scaler_.enabled() && s.config.dtype == DataType::F16) {
+    scaler_.SetState(s.loss_scale, s.loss_scale_good_steps);
+  }
   step_ = s.step;
+  skipped_ = s.skipped_steps;
   best_val_loss_ = s.best_val_loss;
 }
 

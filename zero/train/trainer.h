@@ -4,6 +4,9 @@
 ///
 /// One `Step()` is nanoGPT's loop body: set the learning rate from the schedule, draw a
 /// batch, forward to the loss, backward, clip the global gradient norm, AdamW update.
+/// The model computes in `config.dtype` (FP32, or BF16 / F16 on FP32 master weights);
+/// in F16 the loss is scaled before the backward and the gradients unscaled before
+/// clipping, by a `LossScaler` whose state checkpoints keep.
 /// `Evaluate` measures the validation loss on the same fixed batches every time (so two
 /// evaluations differ only because the model did). `Save` / `Resume` go through
 /// checkpoint.h; a resumed run continues with exactly the batches, dropout masks and
@@ -23,6 +26,7 @@
 #include "zero/optim/adamw.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/config.h"
+#include "zero/train/loss_scaler.h"
 
 namespace zero::dist {
 class Communicator;
@@ -46,6 +50,7 @@ struct StepResult {
   float grad_norm = 0;   ///< Global gradient norm before clipping.
   double ms = 0;         ///< Wall time, including the one synchronisation that reads the loss.
   bool skipped = false;  ///< True when the gradient norm was not finite and no update was made.
+  float loss_scale = 1;  ///< The loss scale the step's backward used (1 unless F16).
 };
 
 /// A GPT, its AdamW optimiser, the batch samplers and the step count.
@@ -104,8 +109,11 @@ class Trainer {
   int64_t step() const { return step_; }
   /// Where the model lives.
   Device device() const { return device_; }
-  /// Steps whose update was skipped for a non-finite gradient norm.
+  /// Steps whose update was skipped for a non-finite gradient norm, over the whole run
+  /// (saved in checkpoints).
   int64_t skipped_steps() const { return skipped_; }
+  /// The dynamic loss scaler: enabled in F16, a scale of 1 otherwise.
+  const LossScaler& loss_scaler() const { return scaler_; }
   /// Lowest validation loss recorded with `RecordValLoss` (+inf before any).
   float best_val_loss() const { return best_val_loss_; }
   /// Records a validation loss; returns true when it is a new best.
@@ -132,6 +140,7 @@ class Trainer {
   std::unique_ptr<data::BatchSampler> val_sampler_;
   std::vector<Tensor> params_;
   std::shared_ptr<dist::DataParallel> data_parallel_;  // EnableDataParallel
+  LossScaler scaler_;
   int64_t step_ = 0;
   int64_t skipped_ = 0;
   int64_t nonfinite_in_a_row_ = 0;  // steps whose loss was NaN or infinite, up to now
