@@ -2,8 +2,9 @@
 // when the command line is parsed (before any data is prepared or any step is run), the
 // last-resort handler that turns any exception into a message and exit status 1, which
 // flags a resumed run applies and which it refuses (none is silently ignored), and the
-// choice of sampler (your ex11.1 once it is done) and the printing of samples. (The flags
-// of the ranks that --nproc starts are those of chapter 10's launcher.h.)
+// choice of sampler (your ex11.1 once it is done), the printing of samples and of a
+// skipped update. (The flags of the ranks that --nproc starts are those of chapter 10's
+// launcher.h.)
 //
 // Each flag gets a CLI::Validator, so a value out of range is refused by CLI11 with the
 // flag's name ("--lr: expected a finite number in [0, 1], got 1e30"). Note that CLI11's
@@ -16,12 +17,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sample_token.h"  // exercise ex11.1: the samples are drawn with your code
 #include "zero/core/error.h"
@@ -29,6 +32,7 @@
 #include "zero/data/utf8.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/sampling.h"
+#include "zero/train/trainer.h"
 
 namespace ch11 {
 
@@ -106,6 +110,20 @@ inline CLI::Validator prompt_text() {
       "UTF-8");
 }
 
+// One of a fixed list of words (--dtype).
+inline CLI::Validator one_of(std::vector<std::string> words) {
+  std::string list;
+  for (const std::string& w : words) list += (list.empty() ? "" : ", ") + w;
+  return CLI::Validator(
+      [words, list](std::string& text) -> std::string {
+        for (const std::string& w : words) {
+          if (text == w) return "";
+        }
+        return "expected one of " + list + ", got '" + text + "'";
+      },
+      "{" + list + "}");
+}
+
 // Attaches `validator` to each named option of `app`.
 inline void check_options(CLI::App& app, std::initializer_list<const char*> names,
                           const CLI::Validator& validator) {
@@ -130,6 +148,7 @@ inline void check_train_flags(CLI::App& app) {
   check_options(app, {"--weight-decay", "--grad-clip", "--temperature", "--peak-tflops"},
                 finite_at_least(0));
   check_options(app, {"--prompt"}, prompt_text());
+  check_options(app, {"--dtype"}, one_of({"auto", "fp32", "bf16", "fp16"}));
 }
 
 // sample_gpt's flags.
@@ -225,7 +244,23 @@ inline zero::train::TrainConfig resumed_config(const CLI::App& app,
   take("--weight-decay", cfg.weight_decay, given.weight_decay);
   take("--beta2", cfg.beta2, given.beta2);
   take("--grad-clip", cfg.grad_clip, given.grad_clip);
+  take("--dtype", cfg.dtype, given.dtype);  // the weights are FP32 whatever the run's dtype
   return cfg;
+}
+
+// What a skipped update prints: the norm, and in F16 the scale it halved to.
+inline std::string skipped_line(int64_t step, const zero::train::StepResult& r,
+                                const zero::train::Trainer& trainer) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "step %lld: gradient norm %g, update skipped",
+                static_cast<long long>(step), r.grad_norm);
+  std::string line = buf;
+  if (trainer.loss_scaler().enabled()) {
+    std::snprintf(buf, sizeof buf, " (loss scale %g -> %g)", r.loss_scale,
+                  trainer.loss_scaler().scale());
+    line += buf;
+  }
+  return line;
 }
 
 // Your ex11.1 sampler if it is done; the library's otherwise (said once, plainly).

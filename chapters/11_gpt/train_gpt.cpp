@@ -47,7 +47,7 @@ void on_sigint(int) {
 }
 
 struct RunOptions {
-  std::string device = "auto", data, out_dir = "out/gpt", init_from, prompt = "\n";
+  std::string device = "auto", dtype = "auto", data, out_dir = "out/gpt", init_from, prompt = "\n";
   bool resume = false, quick = false;
   int64_t eval_every = 0, eval_iters = 0, sample_every = 0, log_every = 0, nproc = 1;
   int64_t samples = 0, sample_tokens = 0, top_k = 200, profile = 0;
@@ -90,6 +90,8 @@ int run(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.add_option("--device", o.device,
                  "auto, cpu, cuda or cuda:N (the defaults shown depend on it)");
+  app.add_option("--dtype", o.dtype, "auto (bf16 on a GPU of sm_80 or newer, else fp32), fp32, "
+                 "bf16 or fp16 (with loss scaling): what the model computes in");
   app.add_option("--data", o.data, "a UTF-8 text file to train on (default: the built-in corpus)");
   app.add_option("--out-dir", o.out_dir, "where data, checkpoints, metrics and the curve go");
   app.add_flag("--resume", o.resume, "continue the run saved in OUT_DIR/checkpoint");
@@ -126,6 +128,7 @@ int run(int argc, char** argv) {
   ch10::add_rank_flags(app, dist);
   CLI11_PARSE(app, argc, argv);
   if (dist.is_rank()) device = Device::Cuda(dist.rank);  // rank r trains on GPU r
+  cfg.dtype = train::resolve_dtype(o.dtype, device);  // FP32 master weights in every dtype
   if (o.nproc > 1 && !dist.is_rank()) {
     ZERO_CHECK(o.device == "auto" || device.is_cuda(), "--nproc ", o.nproc,
                " trains on GPUs, one process each; drop --device ", o.device);
@@ -201,11 +204,12 @@ int run(int argc, char** argv) {
   std::printf(
       "model: %lld layers, %lld heads, %lld wide, block %lld, vocab %lld: %.2fM parameters\n"
       "train: batch %lld x %lld = %lld tokens/step, %lld steps, lr %.1e -> %.1e, warmup %lld, "
-      "dropout %.2f, on %s\n",
+      "dropout %.2f, on %s in %s\n",
       (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
       (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)batch,
       (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
-      cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str());
+      cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str(),
+      train::dtype_flag_name(cfg.dtype));
 
   const train::TokenSampler sampler = ch11::pick_sampler();
   Generator sample_gen(cfg.seed + 2);
@@ -217,7 +221,8 @@ int run(int argc, char** argv) {
   trainer.set_metrics_path(metrics_path);
   TensorContext& memory = DefaultTensorContext::Get(device);
   const std::string title =
-      detail::str_cat("GPT ", m.n_layer, "x", m.n_embd, " (", device.ToString(), ")");
+      detail::str_cat("GPT ", m.n_layer, "x", m.n_embd, " (", device.ToString(), ", ",
+                      train::dtype_flag_name(cfg.dtype), ")");
   auto redraw = [&] {
     std::vector<train::LossPoint> tr, va;
     train::loss_points(log.records(), &tr, &va);
@@ -246,21 +251,21 @@ int run(int argc, char** argv) {
       print_samples(trainer.model(), tok, o, 1, sample_gen, sampler);
     }
     const double peak_gib = memory.Stats().peak_bytes / 1073741824.0;
-    if (last && val) log.Write({step, NAN, val, 0, 0, 0, std::nullopt, peak_gib});
+    if (last && val) log.Write({step, NAN, val, 0, 0, 0, std::nullopt, peak_gib, {}, {}});
     if (last) break;
     if (o.profile > 0 && step == 10) {  // warmed up: where a step's time goes, op by op
       std::cout << trainer.ProfileSteps(std::min(o.profile, cfg.max_steps - step)).Table();
       continue;
     }
     const train::StepResult r = trainer.Step();
-    if (r.skipped)
-      std::printf("step %lld: gradient norm %g, update skipped\n", (long long)step, r.grad_norm);
+    if (r.skipped) std::cout << ch11::skipped_line(step, r, trainer) << std::endl;
     ms_sum += r.ms, ++ms_count;
     if (val || (o.log_every > 0 && step % o.log_every == 0) || g_interrupted) {
       train::StepMetrics rec;
       rec.step = step, rec.loss = r.loss, rec.val_loss = val, rec.lr = r.lr;
       rec.ms = ms_sum / ms_count, rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
-      rec.mem_gib = peak_gib;
+      rec.mem_gib = peak_gib, rec.skipped = trainer.skipped_steps();
+      if (trainer.loss_scaler().enabled()) rec.loss_scale = trainer.loss_scaler().scale();
       if (o.peak_tflops > 0) {
         rec.mfu =
             train::model_flops_utilization(flops_per_token, rec.tokens_per_s, o.peak_tflops * 1e12);
@@ -280,9 +285,10 @@ int run(int argc, char** argv) {
   }
   if (cfg.max_steps > 0) trainer.Save(ckpt.string());
   redraw();
-  std::printf("best val loss %.4f; checkpoints in %s and %s, metrics in %s, curve in %s\n",
-              trainer.best_val_loss(), ckpt.c_str(), best.c_str(), metrics_path.c_str(),
-              curve_path.c_str());
+  std::printf("best val loss %.4f (%s, %lld updates skipped); checkpoints in %s and %s, "
+              "metrics in %s, curve in %s\n", trainer.best_val_loss(),
+              train::dtype_flag_name(cfg.dtype), (long long)trainer.skipped_steps(),
+              ckpt.c_str(), best.c_str(), metrics_path.c_str(), curve_path.c_str());
   std::signal(SIGINT, SIG_DFL);  // everything is saved: Ctrl-C now simply ends the samples
   print_samples(trainer.model(), tok, o, o.samples, sample_gen, sampler);
   return 0;
