@@ -1,7 +1,6 @@
 // Dispatch for dropout: check p, shapes, dtypes, devices and layouts, then call the
 // CPU or CUDA kernel. The mask is never stored: both directions recompute it from
-// (seed, offset) with Philox (core/philox.h), so it is the same on every device and in
-// every dtype (F32, BF16, F16: the kernels scale in float and round once).
+// (seed, offset) with Philox (core/philox.h), so it is the same on every device.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -17,10 +16,8 @@ void check_dropout(const char* op, float p, const Tensor& in, const char* in_nam
                    const Tensor& out, const char* out_name) {
   check_same_device(op, {&in, &out});
   check_drop_probability(op, p);
-  ZERO_CHECK(is_floating_point(in.dtype()), op, ": expected ", in_name,
-             " of dtype f32, bf16 or f16, got ", to_string(in.dtype()));
-  check_tensor(op, in, in_name, in.dtype(), in.sizes());
-  check_tensor(op, out, out_name, in.dtype(), in.sizes());
+  check_tensor(op, in, in_name, DataType::F32, in.sizes());
+  check_tensor(op, out, out_name, DataType::F32, in.sizes());
 }
 
 }  // namespace
