@@ -370,6 +370,78 @@ TEST(GPTTest, SmallModelMemorisesAText) {
   EXPECT_LT(final_loss, 0.5f);
 }
 
+// ---------------------------------------------------------------- mixed precision
+
+// ||a - b|| / ||b|| over all elements (F32 tensors on any device).
+double relative_l2(const Tensor& a, const Tensor& b) {
+  const std::vector<float> va = a.ToVector<float>(), vb = b.ToVector<float>();
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    num += (double{va[i]} - vb[i]) * (double{va[i]} - vb[i]);
+    den += double{vb[i]} * vb[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// Note [Tolerances of a 16-bit step]
+// A format with p significant bits rounds with a relative error of at most u = 2^-p:
+// BF16 (p = 8) u = 2^-8 = 3.9e-3, F16 (p = 11) u = 2^-11 = 4.9e-4. The kernels of a 16-bit
+// step accumulate in FP32 and round each result once, so every activation, weight copy
+// and activation gradient carries an error of order u, and errors of independent
+// roundings add in quadrature rather than in a line. The bounds here are u for the loss
+// (a mean over 128 rows, which averages the row errors down) and 8 u for each
+// parameter's gradient in the relative L2 norm; this tiny GPT (2 blocks) shows about
+// 0.01 u and 1.4-2.4 u. A wrong kernel, a dtype mix-up or a gradient that skipped its
+// cast gives errors of order 1, and a step that silently ran in FP32 gives 0, which the
+// test also refuses.
+void expect_16bit_step_matches_fp32(DataType dtype, float loss_scale) {
+  const double u = dtype == DataType::BF16 ? 1.0 / 256 : 1.0 / 2048;
+  nn::GPTConfig cfg = tiny_config(0.1f);
+  cfg.vocab_size = 61;
+  cfg.block_size = 32;
+  cfg.n_embd = 32;
+  nn::GPT ref(cfg, 31), low(cfg, 31);  // the same weights and dropout stream
+  low.SetComputeDtype(dtype);
+  const Tensor ids = random_ids({4, 32}, cfg.vocab_size, 32, Device::Cpu());
+  const Tensor targets = random_ids({4, 32}, cfg.vocab_size, 33, Device::Cpu());
+
+  const Tensor ref_loss = ref.Loss(ids, targets);
+  const Tensor low_loss = low.Loss(ids, targets);
+  ASSERT_EQ(low_loss.dtype(), DataType::F32);
+  ref_loss.Backward();
+  (low_loss * loss_scale).Backward();
+  const double loss_err = std::fabs(low_loss.Item() - ref_loss.Item()) / ref_loss.Item();
+  std::printf("%s: loss %.6f against %.6f, relative error %.2f u\n", to_string(dtype),
+              low_loss.Item(), ref_loss.Item(), loss_err / u);
+  EXPECT_LE(loss_err, u) << to_string(dtype) << " loss";
+
+  const auto ref_params = ref.NamedParameters(), low_params = low.NamedParameters();
+  double worst = 0.0;
+  for (size_t i = 0; i < ref_params.size(); ++i) {
+    const std::string& name = ref_params[i].first;
+    const Tensor& p = low_params[i].second;
+    ASSERT_EQ(p.dtype(), DataType::F32) << name << ": master weights stay FP32";
+    ASSERT_TRUE(p.Grad().defined()) << name;
+    ASSERT_EQ(p.Grad().dtype(), DataType::F32) << name;
+    const double err = relative_l2(p.Grad() * (1.0f / loss_scale), ref_params[i].second.Grad());
+    worst = std::max(worst, err);
+    EXPECT_LE(err, 8 * u) << to_string(dtype) << " gradient of " << name;
+  }
+  std::printf("%s: worst gradient error %.2f u (L2, relative)\n", to_string(dtype), worst / u);
+  EXPECT_GT(worst, 0.1 * u) << "the gradients are FP32's to within 0.1 u: the model did not "
+                            << "compute in " << to_string(dtype);
+}
+
+// The BF16 backward starts from 3, not 1, so that the gradients linear_cross_entropy
+// makes in its forward are seen to be scaled by the upstream gradient.
+TEST(GPTTest, Bf16TrainingStepMatchesFp32WithinBf16Rounding) {
+  expect_16bit_step_matches_fp32(DataType::BF16, 3.0f);
+}
+
+TEST(GPTTest, Fp16TrainingStepWithAScaledLossMatchesFp32WithinFp16Rounding) {
+  expect_16bit_step_matches_fp32(DataType::F16, 1024.0f);
+}
+
 // Relative closeness of two tensors on any devices: max |a - b| <= rel * max |b|.
 void expect_relatively_close(const Tensor& a, const Tensor& b, float rel, const std::string& what) {
   const std::vector<float> va = a.ToVector<float>(), vb = b.ToVector<float>();
