@@ -127,12 +127,16 @@ Shape matmul_shape(const Shape& a, const Shape& b);
 /// @}
 
 /// @name Layer normalisation over the last dimension C (contiguous inputs)
+/// x, weight, bias, y, grad_y and grad_x share one dtype (F32, BF16 or F16); the
+/// statistics, `mean` and `rstd` included, are FP32 whatever it is.
 /// @{
 
 /// `y = (x - mean) * rstd * weight + bias`; saves `mean` and `rstd` (one per row, F32).
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                         const Tensor& y, const Tensor& mean, const Tensor& rstd);
-/// Gradients of all three inputs (`grad_weight`, `grad_bias` are overwritten, not accumulated).
+/// Gradients of all three inputs (`grad_weight`, `grad_bias` are overwritten, not
+/// accumulated). The two parameter gradients are FP32 sums over the rows, stored in x's
+/// dtype or, both of them, in F32.
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                          const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
                          const Tensor& grad_weight, const Tensor& grad_bias);
@@ -141,9 +145,11 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
 /// @name Embedding
 /// @{
 
-/// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V).
+/// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V). `weight` and
+/// `out` share one dtype (F32, BF16 or F16).
 void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& out);
-/// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name.
+/// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name,
+/// summed in FP32 and stored in grad_out's dtype or in F32.
 void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight);
 /// @}
 
