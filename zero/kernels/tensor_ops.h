@@ -119,7 +119,9 @@ void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& g
 /// `out[..., M, N] = a[..., M, K] @ b[..., K, N]`. Leading (batch) dimensions broadcast;
 /// `a` and `b` may be transposed views (any strides); `out` is contiguous. With
 /// `accumulate`, `out += a @ b` instead: the GEMM reads `out` and adds to it, which
-/// saves a pass over a separate product when partial products are summed.
+/// saves a pass over a separate product when partial products are summed. `a` and `b`
+/// share one dtype (F32, BF16 or F16); `out` has theirs or F32. 16-bit products are
+/// accumulated in FP32 (on CUDA by cuBLAS on the Tensor Cores) and rounded once.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate = false);
 /// The shape of `a @ b`, [broadcast batch..., M, N]; throws, naming both shapes, unless
 /// both are at least 2-d, their inner dimensions K agree and their batch dimensions broadcast.
@@ -228,11 +230,14 @@ void scale(const std::vector<Tensor>& tensors, float factor);
 /// @{
 
 /// `out[N, out] = x[N, in] @ weight[out, in]^T + bias[out]`; `bias` may be undefined.
-/// On CUDA one cuBLASLt call with the bias epilogue.
+/// On CUDA one cuBLASLt call with the bias epilogue. All four share one dtype (F32,
+/// BF16 or F16); the product is accumulated in FP32 and the bias added before `out`'s
+/// one rounding.
 void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
 /// `grad_weight = grad_out^T @ x` [out, in] and `grad_bias` = column sums of `grad_out`
 /// [out], both overwritten; either may be undefined (not computed). The input gradient
-/// `grad_out @ weight` is a plain `matmul`.
+/// `grad_out @ weight` is a plain `matmul`. `grad_out` has x's dtype; each gradient has
+/// it too or is F32, and both are FP32 sums rounded once.
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                             const Tensor& grad_bias);
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
