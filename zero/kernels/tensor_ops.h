@@ -156,6 +156,8 @@ void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor&
 /// @}
 
 /// @name Cross-entropy fused with log-softmax
+/// `logits` and `grad_logits` share one dtype (F32, BF16 or F16); the log-sum-exp, the
+/// loss and `lse` are FP32 whatever it is.
 /// @{
 
 /// Mean over rows whose target is not `ignore_index` of `logsumexp(logits[i]) -
@@ -285,7 +287,8 @@ void attention_reference_backward(const Tensor& q, const Tensor& k, const Tensor
 /// target makes the chunk's loss NaN.
 void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
                          const Tensor& count);
-/// One chunk of rows of a cross-entropy whose mean runs over a larger batch: writes
+/// One chunk of rows of a cross-entropy whose mean runs over a larger batch (logits
+/// F32, BF16 or F16, and the transposed gradient of the backward the same): writes
 /// `lse` [n] = row logsumexp of `logits` [n, V] and adds the chunk's summed row losses
 /// divided by the batch's `count` to one-element `loss` (adds 0 when count is 0).
 void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
