@@ -194,7 +194,9 @@ void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 /// @name Optimiser
 /// Multi-tensor kernels: one call, and on CUDA one launch per few dozen tensors, for all
 /// of a model's parameters (Note [Multi-tensor launches] in cuda/optimizer.cu).
-/// Every tensor is contiguous F32, and all are on one device.
+/// Every tensor is contiguous and all are on one device. Parameters and moments are F32
+/// (the master weights of mixed precision); gradients may be F32, BF16 or F16, each
+/// tensor its own, and are read into FP32.
 /// @{
 
 /// Hyper-parameters of one AdamW step.
@@ -206,23 +208,28 @@ struct AdamWParams {
   float weight_decay = 0.0f;  ///< Decoupled decay, applied as `p -= lr * wd * p`.
   int64_t step = 1;           ///< 1-based step number, for bias correction.
 };
-/// One parameter of an AdamW step: four tensors of one shape.
+/// One parameter of an AdamW step: four (or five) tensors of one shape.
 struct AdamWTensor {
-  Tensor param;       ///< Updated in place.
-  Tensor grad;        ///< Read.
-  Tensor exp_avg;     ///< First moment, updated in place.
-  Tensor exp_avg_sq;  ///< Second moment, updated in place.
+  Tensor param;       ///< F32, updated in place.
+  Tensor grad;        ///< Read: F32, BF16 or F16.
+  Tensor exp_avg;     ///< First moment (F32), updated in place.
+  Tensor exp_avg_sq;  ///< Second moment (F32), updated in place.
   bool decay = true;  ///< Whether `weight_decay` applies to this parameter.
+  /// Optional: receives the updated `param` rounded to its own dtype (BF16 or F16, for
+  /// the next forward's 16-bit weights) in the same pass; undefined to skip.
+  Tensor param_copy{};
 };
 /// One AdamW step in place on every entry (`hp.weight_decay` only where `decay`).
 void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp);
 /// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`: `adamw` on one entry.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                   const AdamWParams& hp);
-/// The sum of the squares of every element of every tensor, as a one-element F32 tensor
-/// on their device (0 for an empty list). Deterministic: a fixed order of partial sums.
+/// The sum of the squares of every element of every tensor (F32, BF16 or F16, summed
+/// in FP32), as a one-element F32 tensor on their device (0 for an empty list).
+/// Deterministic: a fixed order of partial sums.
 Tensor sum_of_squares(const std::vector<Tensor>& tensors);
-/// Multiplies every element of every tensor by `factor`, in place.
+/// Multiplies every element of every tensor (F32, BF16 or F16) by `factor`, in place:
+/// in FP32, rounded once into the tensor's dtype.
 void scale(const std::vector<Tensor>& tensors, float factor);
 /// @}
 
