@@ -173,6 +173,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
 /// @name Dropout from the Philox stream (contiguous inputs)
 /// Element i is kept when `philox_uniform(seed, offset + i) >= p`, then scaled by
 /// 1/(1-p). The backward regenerates the mask from (seed, offset) instead of storing it.
+/// Input and output share one dtype (F32, BF16 or F16), scaled in float.
 /// @{
 
 /// `y = x * mask / (1 - p)`.
