@@ -101,6 +101,7 @@ void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
 /// @}
 
 /// @name Softmax over the last dimension (contiguous inputs)
+/// Every operand has one dtype (F32, BF16 or F16); row sums accumulate in FP32 or wider.
 /// @{
 
 /// `y = softmax(x)` row by row.
