@@ -43,14 +43,16 @@ struct TrainConfig {
   static TrainConfig SmallCpu();
 };
 
-/// Throws, saying why, unless a GPT can be trained in `dtype` on `device`: FP32
-/// anywhere; BF16 on a GPU of compute capability 8.0 or newer; F16 on any GPU.
+/// Throws, saying why, unless a GPT can be trained in `dtype` on `device`: FP32, BF16
+/// and F16 on the CPU (whose kernels compute in FP32 and round) and on any GPU, except
+/// BF16 on a GPU older than compute capability 8.0.
 /// @throws zero::Error otherwise, or for I32.
 void check_compute_dtype(DataType dtype, Device device);
 
 /// The dtype a `--dtype` flag names: "fp32", "bf16", "fp16", or "auto": BF16 on a GPU
 /// of compute capability 8.0 or newer (its Tensor Cores compute BF16), FP32 elsewhere
-/// (the CPU, older GPUs).
+/// (the CPU, whose 16-bit kernels give mixed precision's numbers but not its speed, and
+/// older GPUs).
 /// @throws zero::Error for another name, or for a dtype `check_compute_dtype` refuses
 /// on `device`.
 DataType resolve_dtype(const std::string& name, Device device);
