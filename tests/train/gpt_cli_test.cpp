@@ -321,6 +321,45 @@ TEST(GptCliTest, ResumeAppliesOrRefusesEveryFlag) {
   init["--n-layer"] = "2";
   expect_refused(train(dir, init), {"--init-from", "drop --n-layer"});
 }
+
+// --dtype: an unknown value is refused when parsed; the CPU trains in every dtype, says
+// which in the train: and summary lines, logs F16's loss scale, and keeps the dtype in
+// the checkpoint, which --resume continues in unless --dtype is given again.
+TEST(GptCliTest, DtypeIsCheckedNamedAndKeptByResume) {
+  TempDir dir;
+  for (const std::string bad : {"fp8", "float16", ""}) {
+    const Outcome r = train(dir, {{"--dtype", bad}});
+    expect_refused(r, {"--dtype", "expected one of auto, fp32, bf16, fp16"});
+    EXPECT_EQ(r.output.find("prepared"), std::string::npos) << bad;
+  }
+  const Outcome fp32 = train(dir);  // --dtype auto on the CPU
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  EXPECT_NE(fp32.output.find(", on cpu in fp32\n"), std::string::npos) << fp32.output;
+  EXPECT_NE(fp32.output.find("(fp32, 0 updates skipped)"), std::string::npos) << fp32.output;
+  EXPECT_EQ(fp32.output.find("| scale"), std::string::npos) << fp32.output;
+  EXPECT_EQ(read_trainer_state(dir / "out/checkpoint").config.dtype, DataType::F32);
+
+  const Outcome fp16 = train(dir, {{"--dtype", "fp16"}});
+  ASSERT_EQ(fp16.exit_code, 0) << fp16.output;
+  EXPECT_NE(fp16.output.find(", on cpu in fp16\n"), std::string::npos) << fp16.output;
+  EXPECT_NE(fp16.output.find("| scale 65536 | skipped 0"), std::string::npos) << fp16.output;
+  EXPECT_NE(read_bytes(dir / "out/metrics.jsonl").find("\"loss_scale\":65536"),
+            std::string::npos);
+  const TrainerState saved = read_trainer_state(dir / "out/checkpoint");
+  EXPECT_EQ(saved.config.dtype, DataType::F16);
+  EXPECT_EQ(saved.loss_scale, 65536.0f);
+  EXPECT_EQ(saved.loss_scale_good_steps, 5);  // five finite steps, none skipped
+  const Outcome resumed = run_program(ZERO_TRAIN_GPT, args_of(resume_flags(dir)), dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find(" in fp16\n"), std::string::npos) << resumed.output;
+  EXPECT_EQ(read_trainer_state(dir / "out/checkpoint").loss_scale_good_steps, 8);
+  const Outcome switched = run_program(
+      ZERO_TRAIN_GPT, args_of(resume_flags(dir, {{"--dtype", "bf16"}, {"--max-steps", "10"}})),
+      dir);
+  ASSERT_EQ(switched.exit_code, 0) << switched.output;
+  EXPECT_NE(switched.output.find(" in bf16\n"), std::string::npos) << switched.output;
+  EXPECT_EQ(read_trainer_state(dir / "out/checkpoint").config.dtype, DataType::BF16);
+}
 #endif
 
 #ifdef ZERO_SAMPLE_GPT
