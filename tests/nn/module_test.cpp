@@ -1,5 +1,6 @@
 // Tests of nn::Module (zero/nn/module.cpp): registration and dotted names in order,
-// naming errors, parameter counts, train/eval propagation and EvalGuard, ZeroGrad,
+// naming errors, parameter counts, train/eval and compute-dtype propagation, EvalGuard,
+// ZeroGrad,
 // and To(): parameters move in place, so every handle to them stays valid.
 #include <gmock/gmock.h>
 
@@ -95,6 +96,21 @@ TEST(ModuleTest, TrainAndEvalReachEverySubmodule) {
   EXPECT_FALSE(tree.second->is_training());
   tree.Train();
   EXPECT_TRUE(tree.second->is_training());
+}
+
+TEST(ModuleTest, ComputeDtypeReachesEverySubmoduleAndParametersStayF32) {
+  Tree tree;
+  EXPECT_EQ(tree.compute_dtype(), DataType::F32);
+  tree.SetComputeDtype(DataType::BF16);
+  EXPECT_EQ(tree.compute_dtype(), DataType::BF16);
+  EXPECT_EQ(tree.first->compute_dtype(), DataType::BF16);
+  EXPECT_EQ(tree.second->compute_dtype(), DataType::BF16);
+  for (const Tensor& p : tree.Parameters()) EXPECT_EQ(p.dtype(), DataType::F32);
+  tree.SetComputeDtype(DataType::F16);
+  EXPECT_EQ(tree.second->compute_dtype(), DataType::F16);
+  expect_error_mentions([&] { tree.SetComputeDtype(DataType::I32); },
+                        {"SetComputeDtype", "i32"});
+  EXPECT_EQ(tree.compute_dtype(), DataType::F16);
 }
 
 TEST(ModuleTest, EvalGuardRestoresThePreviousMode) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "zero/io/safetensors.h"
@@ -122,6 +123,38 @@ TEST(CheckpointTest, StateJsonKeepsInfinityAndRejectsOtherFormats) {
               ::testing::ThrowsMessage<Error>(HasSubstr("x.json")));
   EXPECT_THAT([] { trainer_state_from_json("not json", "y.json"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("y.json")));
+}
+
+TEST(CheckpointTest, StateJsonKeepsTheDtypeAndTheLossScale) {
+  TrainerState s;
+  s.config.model = tiny();
+  s.config.dtype = DataType::F16;
+  s.config.loss_scaling.growth_interval = 500;
+  s.loss_scale = 8192.0f;
+  s.loss_scale_good_steps = 17;
+  s.skipped_steps = 3;
+  const std::string json = trainer_state_to_json(s);
+  EXPECT_THAT(json, HasSubstr("\"dtype\": \"fp16\""));
+  const TrainerState back = trainer_state_from_json(json, "t.json");
+  EXPECT_EQ(back.config.dtype, DataType::F16);
+  EXPECT_EQ(back.config.loss_scaling.growth_interval, 500);
+  EXPECT_EQ(back.config.loss_scaling.init_scale, 65536.0f);
+  EXPECT_EQ(back.loss_scale, 8192.0f);
+  EXPECT_EQ(back.loss_scale_good_steps, 17);
+  EXPECT_EQ(back.skipped_steps, 3);
+  EXPECT_EQ(trainer_state_to_json(back), json);
+  // A trainer.json from before mixed precision has none of these: an FP32 run.
+  nlohmann::json old = nlohmann::json::parse(json);
+  old["train"].erase("dtype");
+  old.erase("loss_scaling");
+  old.erase("skipped_steps");
+  const TrainerState fp32 = trainer_state_from_json(old.dump(), "old.json");
+  EXPECT_EQ(fp32.config.dtype, DataType::F32);
+  EXPECT_EQ(fp32.loss_scale, 1.0f);
+  EXPECT_EQ(fp32.skipped_steps, 0);
+  old["train"]["dtype"] = "fp8";
+  EXPECT_THAT([&] { trainer_state_from_json(old.dump(), "bad.json"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("bad.json: field \"train.dtype\"")));
 }
 
 TEST(CheckpointTest, StateJsonNamesTheFieldThatIsWrong) {

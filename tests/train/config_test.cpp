@@ -1,4 +1,4 @@
-// Tests of the presets and the --device parser (zero/train/config.h).
+// Tests of the presets and the --device and --dtype parsers (zero/train/config.h).
 #include "zero/train/config.h"
 
 #include <gmock/gmock.h>
@@ -34,6 +34,28 @@ TEST(ConfigTest, ResolveDevice) {
   if (!cuda_available()) {
     EXPECT_THAT([] { resolve_device("cuda"); },
                 ::testing::ThrowsMessage<Error>(HasSubstr("no CUDA device")));
+  }
+}
+
+TEST(ConfigTest, ResolveDtype) {
+  EXPECT_EQ(resolve_dtype("auto", Device::Cpu()), DataType::F32);
+  EXPECT_EQ(resolve_dtype("fp32", Device::Cpu()), DataType::F32);
+  EXPECT_EQ(resolve_dtype("bf16", Device::Cpu()), DataType::BF16);  // the CPU takes all three
+  EXPECT_EQ(resolve_dtype("fp16", Device::Cpu()), DataType::F16);
+  EXPECT_THAT([] { resolve_dtype("f16", Device::Cpu()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("auto, fp32, bf16 or fp16, got 'f16'")));
+  EXPECT_STREQ(dtype_flag_name(DataType::BF16), "bf16");
+  EXPECT_STREQ(dtype_flag_name(DataType::F16), "fp16");
+  EXPECT_STREQ(dtype_flag_name(DataType::F32), "fp32");
+  EXPECT_THAT([] { check_compute_dtype(DataType::I32, Device::Cpu()); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("i32")));
+  if (cuda_available()) {
+    const bool ampere = cuda_compute_capability(0) >= 80;
+    EXPECT_EQ(resolve_dtype("auto", Device::Cuda(0)), ampere ? DataType::BF16 : DataType::F32);
+    if (!ampere) {
+      EXPECT_THAT([] { resolve_dtype("bf16", Device::Cuda(0)); },
+                  ::testing::ThrowsMessage<Error>(HasSubstr("8.0 or newer")));
+    }
   }
 }
 

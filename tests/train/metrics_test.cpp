@@ -48,6 +48,26 @@ TEST(MetricsTest, LineRoundTrip) {
               ::testing::ThrowsMessage<Error>(HasSubstr("tokens_per_s")));
 }
 
+TEST(MetricsTest, SkippedUpdatesAndLossScaleRoundTripAndShow) {
+  StepMetrics m = record(7, 3.0f);
+  m.skipped = 2;
+  m.loss_scale = 32768.0f;
+  const std::string line = to_json_line(m);
+  EXPECT_THAT(line, HasSubstr(",\"skipped\":2,\"loss_scale\":32768.0}"));
+  const StepMetrics back = from_json_line(line);
+  ASSERT_TRUE(back.skipped.has_value() && back.loss_scale.has_value());
+  EXPECT_EQ(*back.skipped, 2);
+  EXPECT_EQ(*back.loss_scale, 32768.0f);
+  const StepMetrics plain = from_json_line(to_json_line(record(1, 3.0f)));
+  EXPECT_FALSE(plain.skipped.has_value() || plain.loss_scale.has_value());
+  // FP16: the scale and the count always; otherwise the count only once it is not 0.
+  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith(" | scale 32768 | skipped 2"));
+  m.loss_scale.reset();
+  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB | skipped 2"));
+  m.skipped = 0;
+  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB"));
+}
+
 TEST(MetricsTest, ConsoleLine) {
   StepMetrics m = record(100, 2.12344f);
   m.tokens_per_s = 362400;
