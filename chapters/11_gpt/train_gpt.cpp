@@ -199,6 +199,7 @@ int run(int argc, char** argv) {
   if (dist.is_rank() && train::join_group(trainer, dist) > 0) return train::run_worker(trainer);
 
   const nn::GPTConfig& m = cfg.model;
+  const char* dtype = train::dtype_flag_name(cfg.dtype);  // fp32, bf16 or fp16
   const int64_t batch = cfg.batch_size * dist.world, tokens_per_step = batch * m.block_size;
   const double flops_per_token = train::gpt_train_flops_per_token(m, m.block_size) / dist.world;
   std::printf(
@@ -208,8 +209,7 @@ int run(int argc, char** argv) {
       (long long)m.n_layer, (long long)m.n_head, (long long)m.n_embd, (long long)m.block_size,
       (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)batch,
       (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
-      cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str(),
-      train::dtype_flag_name(cfg.dtype));
+      cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str(), dtype);
 
   const train::TokenSampler sampler = ch11::pick_sampler();
   Generator sample_gen(cfg.seed + 2);
@@ -221,8 +221,7 @@ int run(int argc, char** argv) {
   trainer.set_metrics_path(metrics_path);
   TensorContext& memory = DefaultTensorContext::Get(device);
   const std::string title =
-      detail::str_cat("GPT ", m.n_layer, "x", m.n_embd, " (", device.ToString(), ", ",
-                      train::dtype_flag_name(cfg.dtype), ")");
+      detail::str_cat("GPT ", m.n_layer, "x", m.n_embd, " (", device.ToString(), ", ", dtype, ")");
   auto redraw = [&] {
     std::vector<train::LossPoint> tr, va;
     train::loss_points(log.records(), &tr, &va);
@@ -251,7 +250,7 @@ int run(int argc, char** argv) {
       print_samples(trainer.model(), tok, o, 1, sample_gen, sampler);
     }
     const double peak_gib = memory.Stats().peak_bytes / 1073741824.0;
-    if (last && val) log.Write({step, NAN, val, 0, 0, 0, std::nullopt, peak_gib, {}, {}});
+    if (last && val) log.Write({step, NAN, val, 0, 0, 0, std::nullopt, peak_gib, {}, {}, {}});
     if (last) break;
     if (o.profile > 0 && step == 10) {  // warmed up: where a step's time goes, op by op
       std::cout << trainer.ProfileSteps(std::min(o.profile, cfg.max_steps - step)).Table();
@@ -264,7 +263,7 @@ int run(int argc, char** argv) {
       train::StepMetrics rec;
       rec.step = step, rec.loss = r.loss, rec.val_loss = val, rec.lr = r.lr;
       rec.ms = ms_sum / ms_count, rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
-      rec.mem_gib = peak_gib, rec.skipped = trainer.skipped_steps();
+      rec.mem_gib = peak_gib, rec.skipped = trainer.skipped_steps(), rec.dtype = dtype;
       if (trainer.loss_scaler().enabled()) rec.loss_scale = trainer.loss_scaler().scale();
       if (o.peak_tflops > 0) {
         rec.mfu =
@@ -286,9 +285,9 @@ int run(int argc, char** argv) {
   if (cfg.max_steps > 0) trainer.Save(ckpt.string());
   redraw();
   std::printf("best val loss %.4f (%s, %lld updates skipped); checkpoints in %s and %s, "
-              "metrics in %s, curve in %s\n", trainer.best_val_loss(),
-              train::dtype_flag_name(cfg.dtype), (long long)trainer.skipped_steps(),
-              ckpt.c_str(), best.c_str(), metrics_path.c_str(), curve_path.c_str());
+              "metrics in %s, curve in %s\n", trainer.best_val_loss(), dtype,
+              (long long)trainer.skipped_steps(), ckpt.c_str(), best.c_str(), metrics_path.c_str(),
+              curve_path.c_str());
   std::signal(SIGINT, SIG_DFL);  // everything is saved: Ctrl-C now simply ends the samples
   print_samples(trainer.model(), tok, o, o.samples, sample_gen, sampler);
   return 0;

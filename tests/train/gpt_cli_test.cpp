@@ -336,13 +336,15 @@ TEST(GptCliTest, DtypeIsCheckedNamedAndKeptByResume) {
   ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
   EXPECT_NE(fp32.output.find(", on cpu in fp32\n"), std::string::npos) << fp32.output;
   EXPECT_NE(fp32.output.find("(fp32, 0 updates skipped)"), std::string::npos) << fp32.output;
+  EXPECT_NE(fp32.output.find("MiB | fp32\n"), std::string::npos) << fp32.output;
   EXPECT_EQ(fp32.output.find("| scale"), std::string::npos) << fp32.output;
   EXPECT_EQ(read_trainer_state(dir / "out/checkpoint").config.dtype, DataType::F32);
 
   const Outcome fp16 = train(dir, {{"--dtype", "fp16"}});
   ASSERT_EQ(fp16.exit_code, 0) << fp16.output;
   EXPECT_NE(fp16.output.find(", on cpu in fp16\n"), std::string::npos) << fp16.output;
-  EXPECT_NE(fp16.output.find("| scale 65536 | skipped 0"), std::string::npos) << fp16.output;
+  EXPECT_NE(fp16.output.find("MiB | fp16 | scale 65536 | skipped 0\n"), std::string::npos)
+      << fp16.output;
   EXPECT_NE(read_bytes(dir / "out/metrics.jsonl").find("\"loss_scale\":65536"),
             std::string::npos);
   const TrainerState saved = read_trainer_state(dir / "out/checkpoint");

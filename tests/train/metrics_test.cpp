@@ -48,24 +48,27 @@ TEST(MetricsTest, LineRoundTrip) {
               ::testing::ThrowsMessage<Error>(HasSubstr("tokens_per_s")));
 }
 
-TEST(MetricsTest, SkippedUpdatesAndLossScaleRoundTripAndShow) {
+TEST(MetricsTest, DtypeSkippedUpdatesAndLossScaleRoundTripAndShow) {
   StepMetrics m = record(7, 3.0f);
+  m.dtype = "fp16";
   m.skipped = 2;
   m.loss_scale = 32768.0f;
   const std::string line = to_json_line(m);
-  EXPECT_THAT(line, HasSubstr(",\"skipped\":2,\"loss_scale\":32768.0}"));
+  EXPECT_THAT(line, HasSubstr(",\"dtype\":\"fp16\",\"skipped\":2,\"loss_scale\":32768.0}"));
   const StepMetrics back = from_json_line(line);
-  ASSERT_TRUE(back.skipped.has_value() && back.loss_scale.has_value());
+  ASSERT_TRUE(back.dtype && back.skipped && back.loss_scale);
+  EXPECT_EQ(*back.dtype, "fp16");
   EXPECT_EQ(*back.skipped, 2);
   EXPECT_EQ(*back.loss_scale, 32768.0f);
   const StepMetrics plain = from_json_line(to_json_line(record(1, 3.0f)));
-  EXPECT_FALSE(plain.skipped.has_value() || plain.loss_scale.has_value());
+  EXPECT_FALSE(plain.dtype || plain.skipped || plain.loss_scale);
   // FP16: the scale and the count always; otherwise the count only once it is not 0.
-  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith(" | scale 32768 | skipped 2"));
+  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB | fp16 | scale 32768 | skipped 2"));
   m.loss_scale.reset();
-  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB | skipped 2"));
+  m.dtype = "bf16";
+  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB | bf16 | skipped 2"));
   m.skipped = 0;
-  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB"));
+  EXPECT_THAT(format_log_line(m, 10), ::testing::EndsWith("MiB | bf16"));
 }
 
 TEST(MetricsTest, ConsoleLine) {

@@ -22,6 +22,7 @@ std::string to_json_line(const StepMetrics& m) {
   j["tokens_per_s"] = m.tokens_per_s;
   if (m.mfu) j["mfu"] = *m.mfu;
   j["mem_gib"] = m.mem_gib;
+  if (m.dtype) j["dtype"] = *m.dtype;
   if (m.skipped) j["skipped"] = *m.skipped;
   if (m.loss_scale) j["loss_scale"] = *m.loss_scale;
   return j.dump();
@@ -41,6 +42,7 @@ StepMetrics from_json_line(const std::string& line) {
     m.tokens_per_s = j.at("tokens_per_s").get<double>();
     if (j.contains("mfu")) m.mfu = j["mfu"].get<double>();
     m.mem_gib = j.at("mem_gib").get<double>();
+    if (j.contains("dtype")) m.dtype = j["dtype"].get<std::string>();
     if (j.contains("skipped")) m.skipped = j["skipped"].get<int64_t>();
     if (j.contains("loss_scale")) m.loss_scale = j["loss_scale"].get<float>();
     return m;
@@ -83,6 +85,7 @@ std::string format_log_line(const StepMetrics& m, int64_t max_steps) {
     std::snprintf(buf, sizeof(buf), " | mem %.2f GiB", m.mem_gib);
   }
   line += buf;
+  if (m.dtype) line += " | " + *m.dtype;
   if (m.loss_scale) {
     std::snprintf(buf, sizeof(buf), " | scale %g", *m.loss_scale);
     line += buf;

@@ -2,9 +2,9 @@
 /// `MetricsLog`: one JSON object per logged training step, appended to a `.jsonl` file.
 ///
 /// A line looks like
-/// `{"step":100,"loss":2.1234,"val_loss":2.2011,"lr":0.001,"ms":45.2,"tokens_per_s":362000,"mfu":0.123,"mem_gib":1.2,"skipped":0}`
+/// `{"step":100,"loss":2.1234,"val_loss":2.2011,"lr":0.001,"ms":45.2,"tokens_per_s":362000,"mfu":0.123,"mem_gib":1.2,"dtype":"bf16","skipped":0}`
 /// (`val_loss` only on steps that were evaluated, `mfu` only when a peak is known,
-/// `skipped` and `loss_scale` when the trainer gave them, `loss_scale` in F16). JSON
+/// `dtype`, `skipped` and `loss_scale` when the trainer gave them, `loss_scale` in F16). JSON
 /// Lines survive a crash mid-run (every complete line is a record) and load with one call
 /// in Python (`pandas.read_json(path, lines=True)`). The loss curve is redrawn from it.
 /// Read next: loss_curve.h.
@@ -30,6 +30,8 @@ struct StepMetrics {
   double tokens_per_s = 0.0;      ///< Training tokens processed per second.
   std::optional<double> mfu;      ///< Model FLOPs utilisation, 0..1 (see flops.h).
   double mem_gib = 0.0;           ///< Peak memory of the device's allocator, GiB.
+  /// The dtype the model computes in, as `--dtype` names it ("fp32", "bf16", "fp16").
+  std::optional<std::string> dtype;
   /// Updates skipped so far in the run for a non-finite gradient norm.
   std::optional<int64_t> skipped;
   /// The loss scale after the step (F16 runs, loss_scaler.h).
@@ -44,8 +46,8 @@ StepMetrics from_json_line(const std::string& line);
 /// The console line of a record, e.g.
 /// `step 100/5000 | loss 2.1234 | lr 1.00e-03 | 45.2 ms | 362k tok/s | mfu 12.3% | mem 1.2 GiB`
 /// (the mfu part only when known, memory in MiB below 1 GiB; a val_loss is not part of
-/// it), then ` | scale 65536 | skipped 2` with a loss scale, or ` | skipped 2` alone
-/// when some updates were skipped.
+/// it), then the dtype when known (` | bf16`), then ` | scale 65536 | skipped 2` with a
+/// loss scale, or ` | skipped 2` alone when some updates were skipped.
 std::string format_log_line(const StepMetrics& m, int64_t max_steps);
 
 /// A rate in a few characters: 950, 3.1k, 362k, 1.25M.
