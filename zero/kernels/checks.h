@@ -16,6 +16,23 @@ inline void check_dtype(const char* op, const Tensor& t, const char* what, DataT
              ", got ", to_string(t.dtype()));
 }
 
+// `t` has one of the floating-point dtypes the kernels are built for: f32, or bf16 and
+// f16, which they load into float and compute with in FP32 (dtype_dispatch.h).
+inline void check_float_dtype(const char* op, const Tensor& t, const char* what) {
+  const DataType d = t.dtype();
+  ZERO_CHECK(d == DataType::F32 || d == DataType::BF16 || d == DataType::F16, op, ": expected ",
+             what, " of dtype f32, bf16 or f16, got ", to_string(d));
+}
+
+// `t` has dtype `dtype` or f32: a result that a 16-bit kernel may also write in FP32
+// (a parameter gradient summed over many rows, kept in FP32 for the optimiser).
+inline void check_dtype_or_f32(const char* op, const Tensor& t, const char* what,
+                               DataType dtype) {
+  ZERO_CHECK(t.dtype() == dtype || t.dtype() == DataType::F32, op, ": expected ", what,
+             " of dtype ", to_string(dtype), dtype == DataType::F32 ? "" : " or f32", ", got ",
+             to_string(t.dtype()));
+}
+
 // Every tensor of `operands` has `ref`'s dtype (the kernel's dtype dispatch then picks
 // one instantiation for all of them).
 inline void check_same_dtype(const char* op, const Tensor& ref,

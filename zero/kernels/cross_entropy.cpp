@@ -1,6 +1,7 @@
 // Dispatch for cross-entropy fused with log-softmax (forward and backward).
-// Shapes: logits [N, V] and grad_logits contiguous F32, targets [N] contiguous I32,
-// lse [N] F32, loss and grad_loss one-element F32. Targets are checked against
+// Shapes: logits [N, V] and grad_logits contiguous, of one dtype (F32, BF16 or F16),
+// targets [N] contiguous I32, lse [N] F32, loss and grad_loss one-element F32: the
+// log-sum-exp and the loss are FP32 whatever the logits are. Targets are checked against
 // [0, V) by the kernels themselves: the values live on the tensor's device.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
@@ -18,7 +19,8 @@ int64_t check_logits_targets(const char* op, const Tensor& logits, const Tensor&
   ZERO_CHECK(logits.dim() == 2, op, ": expected logits of shape [N, V], got ",
              shape_to_string(logits.sizes()));
   const int64_t n = logits.size(0);
-  check_tensor(op, logits, "logits", DataType::F32, logits.sizes());
+  check_float_dtype(op, logits, "logits");
+  check_contiguous(op, logits, "logits");
   check_tensor(op, targets, "targets", DataType::I32, {n});
   return n;
 }
@@ -43,7 +45,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
   const int64_t n = check_logits_targets(op, logits, targets);
   check_tensor(op, lse, "lse", DataType::F32, {n});
   check_scalar(op, grad_loss, "grad_loss");
-  check_tensor(op, grad_logits, "grad_logits", DataType::F32, logits.sizes());
+  check_tensor(op, grad_logits, "grad_logits", logits.dtype(), logits.sizes());
   cross_entropy_backward_stub(logits.device(), logits, targets, lse, grad_loss, ignore_index, grad_logits);
 }
 

@@ -1,6 +1,7 @@
 // Dispatch for dropout: check p, shapes, dtypes, devices and layouts, then call the
 // CPU or CUDA kernel. The mask is never stored: both directions recompute it from
 // (seed, offset) with Philox (core/philox.h), so it is the same on every device.
+// Input and output share one dtype, f32, bf16 or f16 (scaled in float, rounded once).
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -16,8 +17,9 @@ void check_dropout(const char* op, float p, const Tensor& in, const char* in_nam
                    const Tensor& out, const char* out_name) {
   check_same_device(op, {&in, &out});
   check_drop_probability(op, p);
-  check_tensor(op, in, in_name, DataType::F32, in.sizes());
-  check_tensor(op, out, out_name, DataType::F32, in.sizes());
+  check_float_dtype(op, in, in_name);
+  check_tensor(op, in, in_name, in.dtype(), in.sizes());
+  check_tensor(op, out, out_name, in.dtype(), in.sizes());
 }
 
 }  // namespace

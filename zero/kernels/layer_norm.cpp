@@ -1,6 +1,11 @@
 // Dispatch for LayerNorm over the last dimension: check shapes, dtypes, devices and
 // layouts, then call the CPU or CUDA kernel. x is read as N rows of C (C = last dim);
 // mean and rstd hold one value per row. The kernels are in cpu/layer_norm_cpu.cpp.
+//
+// Dtypes: x, weight, bias, y, grad_y and grad_x share one dtype T (f32, bf16 or f16);
+// mean and rstd are always f32, and so is every statistic inside. grad_weight and
+// grad_bias are sums over all N rows: T, or f32 so that a 16-bit model can hand them
+// to an FP32 optimiser without a second rounding (both the same dtype).
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -14,6 +19,12 @@ namespace {
 
 void check_f32_contiguous(const char* op, const Tensor& t, const char* what) {
   check_dtype(op, t, what, DataType::F32);
+  check_contiguous(op, t, what);
+}
+
+// `t` has x's dtype and a contiguous layout.
+void check_like_x(const char* op, const Tensor& t, const char* what, const Tensor& x) {
+  check_dtype(op, t, what, x.dtype());
   check_contiguous(op, t, what);
 }
 
@@ -43,10 +54,11 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
              ": expected x with a non-empty last dimension, got shape ",
              shape_to_string(x.sizes()));
   ZERO_CHECK(eps > 0.0f, op, ": expected eps > 0, got ", eps);
-  check_f32_contiguous(op, x, "x");
-  check_f32_contiguous(op, weight, "weight");
-  check_f32_contiguous(op, bias, "bias");
-  check_f32_contiguous(op, y, "output");
+  check_float_dtype(op, x, "x");
+  check_contiguous(op, x, "x");
+  check_like_x(op, weight, "weight", x);
+  check_like_x(op, bias, "bias", x);
+  check_like_x(op, y, "output", x);
   check_f32_contiguous(op, mean, "mean");
   check_f32_contiguous(op, rstd, "rstd");
   check_param(op, weight, "weight", x);
@@ -65,14 +77,17 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
   ZERO_CHECK(x.dim() >= 1 && x.size(-1) > 0, op,
              ": expected x with a non-empty last dimension, got shape ",
              shape_to_string(x.sizes()));
-  check_f32_contiguous(op, grad_y, "grad_y");
-  check_f32_contiguous(op, x, "x");
-  check_f32_contiguous(op, weight, "weight");
+  check_float_dtype(op, x, "x");
+  check_contiguous(op, x, "x");
+  check_like_x(op, grad_y, "grad_y", x);
+  check_like_x(op, weight, "weight", x);
   check_f32_contiguous(op, mean, "mean");
   check_f32_contiguous(op, rstd, "rstd");
-  check_f32_contiguous(op, grad_x, "grad_x");
-  check_f32_contiguous(op, grad_weight, "grad_weight");
-  check_f32_contiguous(op, grad_bias, "grad_bias");
+  check_like_x(op, grad_x, "grad_x", x);
+  check_dtype_or_f32(op, grad_weight, "grad_weight", x.dtype());
+  check_contiguous(op, grad_weight, "grad_weight");
+  check_dtype(op, grad_bias, "grad_bias", grad_weight.dtype());
+  check_contiguous(op, grad_bias, "grad_bias");
   check_shape(op, grad_y, "grad_y", x.sizes());
   check_shape(op, grad_x, "grad_x", x.sizes());
   check_param(op, weight, "weight", x);

@@ -3,6 +3,10 @@
 // weight through a transposed view (no copy). On CUDA both directions are one
 // cuBLASLt call each (cuda/blas_lt.cu); on the CPU they are compositions of the
 // existing GEMM, broadcast add and column sum (cpu/matmul_cpu.cpp).
+//
+// Dtypes: x, weight, bias and out share one (f32, bf16 or f16); the GEMM accumulates
+// in FP32 and the bias is added before the output's one rounding. The backward's
+// grad_out has x's dtype, and grad_weight and grad_bias x's dtype or f32 each.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -14,8 +18,11 @@ ZERO_DEFINE_KERNEL(linear_backward_params);
 
 namespace {
 
-void check_matrix(const char* op, const Tensor& t, const char* what, const Shape& sizes) {
-  check_tensor(op, t, what, DataType::F32, sizes);
+// `t` of `dtype` (or, with `or_f32`, f32), of exactly `sizes` and contiguous.
+void check_matrix(const char* op, const Tensor& t, const char* what, DataType dtype,
+                  const Shape& sizes, bool or_f32 = false) {
+  if (or_f32) check_dtype_or_f32(op, t, what, dtype);
+  check_tensor(op, t, what, or_f32 ? t.dtype() : dtype, sizes);
 }
 
 }  // namespace
@@ -27,10 +34,11 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
              ": expected x [N, in] and weight [out, in], got ", shape_to_string(x.sizes()),
              " and ", shape_to_string(weight.sizes()));
   const int64_t n = x.size(0), in = x.size(1), n_out = weight.size(0);
-  check_matrix(op, x, "x", {n, in});
-  check_matrix(op, weight, "weight", {n_out, in});
-  if (bias.defined()) check_matrix(op, bias, "bias", {n_out});
-  check_matrix(op, out, "out", {n, n_out});
+  check_float_dtype(op, x, "x");
+  check_matrix(op, x, "x", x.dtype(), {n, in});
+  check_matrix(op, weight, "weight", x.dtype(), {n_out, in});
+  if (bias.defined()) check_matrix(op, bias, "bias", x.dtype(), {n_out});
+  check_matrix(op, out, "out", x.dtype(), {n, n_out});
   linear_forward_stub(out.device(), x, weight, bias, out);
 }
 
@@ -42,10 +50,15 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
              ": expected grad_out [N, out] and x [N, in], got ", shape_to_string(grad_out.sizes()),
              " and ", shape_to_string(x.sizes()));
   const int64_t n = x.size(0), in = x.size(1), n_out = grad_out.size(1);
-  check_matrix(op, grad_out, "grad_out", {n, n_out});
-  check_matrix(op, x, "x", {n, in});
-  if (grad_weight.defined()) check_matrix(op, grad_weight, "grad_weight", {n_out, in});
-  if (grad_bias.defined()) check_matrix(op, grad_bias, "grad_bias", {n_out});
+  check_float_dtype(op, x, "x");
+  check_matrix(op, grad_out, "grad_out", x.dtype(), {n, n_out});
+  check_matrix(op, x, "x", x.dtype(), {n, in});
+  if (grad_weight.defined()) {
+    check_matrix(op, grad_weight, "grad_weight", x.dtype(), {n_out, in}, /*or_f32=*/true);
+  }
+  if (grad_bias.defined()) {
+    check_matrix(op, grad_bias, "grad_bias", x.dtype(), {n_out}, /*or_f32=*/true);
+  }
   linear_backward_params_stub(x.device(), grad_out, x, grad_weight, grad_bias);
 }
 

@@ -2,8 +2,9 @@
 // (autograd/ops/fused_ops.cpp) runs on one chunk of rows at a time. The mean is over
 // the whole batch, so the count of non-ignored targets is computed once, kept in a
 // one-element tensor on the device (no host synchronisation), and passed to each chunk.
-// Shapes: logits [n, V] contiguous F32, targets [n] contiguous I32, lse [n] F32,
-// count, loss and grad_loss one-element F32.
+// Shapes: logits [n, V] contiguous, F32, BF16 or F16 (the backward's transposed copy
+// the same), targets [n] contiguous I32, lse [n] F32, count, loss and grad_loss
+// one-element F32: the log-sum-exp and the loss are FP32 whatever the logits are.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -21,7 +22,8 @@ void check_chunk(const char* op, const Tensor& logits, const Tensor& targets, co
   ZERO_CHECK(logits.dim() == 2, op, ": expected logits of shape [n, V], got ",
              shape_to_string(logits.sizes()));
   const int64_t n = logits.size(0);
-  check_tensor(op, logits, "logits", DataType::F32, logits.sizes());
+  check_float_dtype(op, logits, "logits");
+  check_contiguous(op, logits, "logits");
   check_tensor(op, targets, "targets", DataType::I32, {n});
   check_tensor(op, lse, "lse", DataType::F32, {n});
 }
@@ -60,7 +62,7 @@ void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, c
   check_scalar(op, count, "count");
   if (transposed.defined()) {
     check_same_device(op, {&logits, &transposed});
-    check_tensor(op, transposed, "transposed", DataType::F32,
+    check_tensor(op, transposed, "transposed", logits.dtype(),
                  {logits.size(1), logits.size(0)});
   }
   if (logits.numel() == 0) return;

@@ -2,6 +2,8 @@
 // CUDA version. out[..., M, N] = a[..., M, K] @ b[..., K, N], batch dimensions
 // broadcast (NumPy rules). The CPU kernel is matmul_cpu (cpu/matmul_cpu.cpp); the
 // autograd op (autograd/ops/matmul_op.cpp) sizes its output with matmul_shape.
+// a and b share one dtype (f32, bf16 or f16); out has theirs or f32, the 16-bit
+// products being accumulated in FP32 either way.
 #include <algorithm>
 
 #include "zero/kernels/checks.h"
@@ -37,7 +39,9 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   check_same_device("matmul", {&a, &b, &out});
-  for (const Tensor* t : {&a, &b, &out}) check_dtype("matmul", *t, "operands", DataType::F32);
+  check_float_dtype("matmul", a, "operands");
+  check_same_dtype("matmul", a, {&b});
+  check_dtype_or_f32("matmul", out, "an output", a.dtype());
   const Shape expected = matmul_shape(a.sizes(), b.sizes());
   ZERO_CHECK(out.sizes() == expected, "matmul: expected an output of shape ",
              shape_to_string(expected), " for ", shape_to_string(a.sizes()), " @ ",

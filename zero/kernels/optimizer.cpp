@@ -1,8 +1,12 @@
 // Dispatch for the optimiser's multi-tensor kernels: AdamW over every parameter, and
-// the sum of squares and scale of gradient-norm clipping. Checks every tensor (f32,
-// contiguous, one device, matching shapes) and the hyper-parameters, then calls the
-// CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu) kernel. The optimiser
+// the sum of squares and scale of gradient-norm clipping. Checks every tensor
+// (contiguous, one device, matching shapes, dtypes) and the hyper-parameters, then calls
+// the CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu) kernel. The optimiser
 // classes of optim/ decide which tensors; these kernels do the arithmetic.
+//
+// Dtypes, for mixed precision: parameters and moments are the FP32 master copies;
+// gradients may be f32, bf16 or f16 (read into FP32); an AdamW entry's optional
+// param_copy receives the updated parameter in its own dtype, usually bf16 or f16.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -20,10 +24,17 @@ void check_state(const char* op, const Tensor& t, const char* what, const Tensor
   check_same_device(op, {&param, &t});
 }
 
-// Every tensor of `tensors` f32, contiguous and on the first one's device.
+// A gradient or parameter copy: a float dtype, param's shape, contiguous, param's device.
+void check_float_like(const char* op, const Tensor& t, const char* what, const Tensor& param) {
+  check_float_dtype(op, t, what);
+  check_tensor(op, t, what, t.dtype(), param.sizes());
+  check_same_device(op, {&param, &t});
+}
+
+// Every tensor of `tensors` of a float dtype, contiguous and on the first one's device.
 void check_all(const char* op, const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) {
-    check_dtype(op, t, "every tensor", DataType::F32);
+    check_float_dtype(op, t, "every tensor");
     check_contiguous(op, t, "tensor");
     check_same_device(op, {&tensors.front(), &t});
   }
@@ -44,7 +55,8 @@ void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
   for (const AdamWTensor& e : tensors) {
     check_state(op, e.param, "param", e.param);
     check_same_device(op, {&first, &e.param});
-    check_state(op, e.grad, "grad", e.param);
+    check_float_like(op, e.grad, "grad", e.param);
+    if (e.param_copy.defined()) check_float_like(op, e.param_copy, "param_copy", e.param);
     check_state(op, e.exp_avg, "m (first moment)", e.param);
     check_state(op, e.exp_avg_sq, "v (second moment)", e.param);
   }

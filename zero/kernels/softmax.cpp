@@ -1,7 +1,7 @@
 // Dispatch for softmax and log-softmax over the last dimension, forward and
 // backward. The kernels treat a contiguous tensor as rows of its last dimension,
-// so every operand must be contiguous F32 of one shape (the autograd ops in
-// autograd/ops/softmax_ops.cpp call Contiguous() first).
+// so every operand must be contiguous, of one shape and one dtype (F32, BF16 or F16;
+// the autograd ops in autograd/ops/softmax_ops.cpp call Contiguous() first).
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -15,11 +15,12 @@ ZERO_DEFINE_KERNEL(log_softmax_backward);
 
 namespace {
 
-// Every operand: contiguous F32 of `ref`'s shape, at least 1-d.
+// Every operand: contiguous, of `ref`'s shape and float dtype, at least 1-d.
 void check_rows(const char* op, const Tensor& ref, const std::vector<const Tensor*>& operands) {
   check_same_device(op, operands);
   ZERO_CHECK(ref.dim() >= 1, op, ": expected at least a 1-d tensor, got a 0-d tensor");
-  for (const Tensor* t : operands) check_tensor(op, *t, "every operand", DataType::F32, ref.sizes());
+  check_float_dtype(op, ref, "every operand");
+  for (const Tensor* t : operands) check_tensor(op, *t, "every operand", ref.dtype(), ref.sizes());
 }
 
 }  // namespace

@@ -101,6 +101,7 @@ void max_backward(const Tensor& grad_values, const Tensor& indices, int dim,
 /// @}
 
 /// @name Softmax over the last dimension (contiguous inputs)
+/// Every operand has one dtype (F32, BF16 or F16); row sums accumulate in FP32 or wider.
 /// @{
 
 /// `y = softmax(x)` row by row.
@@ -119,7 +120,9 @@ void log_softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& g
 /// `out[..., M, N] = a[..., M, K] @ b[..., K, N]`. Leading (batch) dimensions broadcast;
 /// `a` and `b` may be transposed views (any strides); `out` is contiguous. With
 /// `accumulate`, `out += a @ b` instead: the GEMM reads `out` and adds to it, which
-/// saves a pass over a separate product when partial products are summed.
+/// saves a pass over a separate product when partial products are summed. `a` and `b`
+/// share one dtype (F32, BF16 or F16); `out` has theirs or F32. 16-bit products are
+/// accumulated in FP32 (on CUDA by cuBLAS on the Tensor Cores) and rounded once.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate = false);
 /// The shape of `a @ b`, [broadcast batch..., M, N]; throws, naming both shapes, unless
 /// both are at least 2-d, their inner dimensions K agree and their batch dimensions broadcast.
@@ -127,12 +130,16 @@ Shape matmul_shape(const Shape& a, const Shape& b);
 /// @}
 
 /// @name Layer normalisation over the last dimension C (contiguous inputs)
+/// x, weight, bias, y, grad_y and grad_x share one dtype (F32, BF16 or F16); the
+/// statistics, `mean` and `rstd` included, are FP32 whatever it is.
 /// @{
 
 /// `y = (x - mean) * rstd * weight + bias`; saves `mean` and `rstd` (one per row, F32).
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                         const Tensor& y, const Tensor& mean, const Tensor& rstd);
-/// Gradients of all three inputs (`grad_weight`, `grad_bias` are overwritten, not accumulated).
+/// Gradients of all three inputs (`grad_weight`, `grad_bias` are overwritten, not
+/// accumulated). The two parameter gradients are FP32 sums over the rows, stored in x's
+/// dtype or, both of them, in F32.
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                          const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
                          const Tensor& grad_weight, const Tensor& grad_bias);
@@ -141,13 +148,17 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
 /// @name Embedding
 /// @{
 
-/// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V).
+/// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V). `weight` and
+/// `out` share one dtype (F32, BF16 or F16).
 void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& out);
-/// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name.
+/// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name,
+/// summed in FP32 and stored in grad_out's dtype or in F32.
 void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight);
 /// @}
 
 /// @name Cross-entropy fused with log-softmax
+/// `logits` and `grad_logits` share one dtype (F32, BF16 or F16); the log-sum-exp, the
+/// loss and `lse` are FP32 whatever it is.
 /// @{
 
 /// Mean over rows whose target is not `ignore_index` of `logsumexp(logits[i]) -
@@ -163,6 +174,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
 /// @name Dropout from the Philox stream (contiguous inputs)
 /// Element i is kept when `philox_uniform(seed, offset + i) >= p`, then scaled by
 /// 1/(1-p). The backward regenerates the mask from (seed, offset) instead of storing it.
+/// Input and output share one dtype (F32, BF16 or F16), scaled in float.
 /// @{
 
 /// `y = x * mask / (1 - p)`.
@@ -184,7 +196,9 @@ void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 /// @name Optimiser
 /// Multi-tensor kernels: one call, and on CUDA one launch per few dozen tensors, for all
 /// of a model's parameters (Note [Multi-tensor launches] in cuda/optimizer.cu).
-/// Every tensor is contiguous F32, and all are on one device.
+/// Every tensor is contiguous and all are on one device. Parameters and moments are F32
+/// (the master weights of mixed precision); gradients may be F32, BF16 or F16, each
+/// tensor its own, and are read into FP32.
 /// @{
 
 /// Hyper-parameters of one AdamW step.
@@ -196,23 +210,28 @@ struct AdamWParams {
   float weight_decay = 0.0f;  ///< Decoupled decay, applied as `p -= lr * wd * p`.
   int64_t step = 1;           ///< 1-based step number, for bias correction.
 };
-/// One parameter of an AdamW step: four tensors of one shape.
+/// One parameter of an AdamW step: four (or five) tensors of one shape.
 struct AdamWTensor {
-  Tensor param;       ///< Updated in place.
-  Tensor grad;        ///< Read.
-  Tensor exp_avg;     ///< First moment, updated in place.
-  Tensor exp_avg_sq;  ///< Second moment, updated in place.
+  Tensor param;       ///< F32, updated in place.
+  Tensor grad;        ///< Read: F32, BF16 or F16.
+  Tensor exp_avg;     ///< First moment (F32), updated in place.
+  Tensor exp_avg_sq;  ///< Second moment (F32), updated in place.
   bool decay = true;  ///< Whether `weight_decay` applies to this parameter.
+  /// Optional: receives the updated `param` rounded to its own dtype (BF16 or F16, for
+  /// the next forward's 16-bit weights) in the same pass; undefined to skip.
+  Tensor param_copy{};
 };
 /// One AdamW step in place on every entry (`hp.weight_decay` only where `decay`).
 void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp);
 /// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`: `adamw` on one entry.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                   const AdamWParams& hp);
-/// The sum of the squares of every element of every tensor, as a one-element F32 tensor
-/// on their device (0 for an empty list). Deterministic: a fixed order of partial sums.
+/// The sum of the squares of every element of every tensor (F32, BF16 or F16, summed
+/// in FP32), as a one-element F32 tensor on their device (0 for an empty list).
+/// Deterministic: a fixed order of partial sums.
 Tensor sum_of_squares(const std::vector<Tensor>& tensors);
-/// Multiplies every element of every tensor by `factor`, in place.
+/// Multiplies every element of every tensor (F32, BF16 or F16) by `factor`, in place:
+/// in FP32, rounded once into the tensor's dtype.
 void scale(const std::vector<Tensor>& tensors, float factor);
 /// @}
 
@@ -222,11 +241,14 @@ void scale(const std::vector<Tensor>& tensors, float factor);
 /// @{
 
 /// `out[N, out] = x[N, in] @ weight[out, in]^T + bias[out]`; `bias` may be undefined.
-/// On CUDA one cuBLASLt call with the bias epilogue.
+/// On CUDA one cuBLASLt call with the bias epilogue. All four share one dtype (F32,
+/// BF16 or F16); the product is accumulated in FP32 and the bias added before `out`'s
+/// one rounding.
 void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
 /// `grad_weight = grad_out^T @ x` [out, in] and `grad_bias` = column sums of `grad_out`
 /// [out], both overwritten; either may be undefined (not computed). The input gradient
-/// `grad_out @ weight` is a plain `matmul`.
+/// `grad_out @ weight` is a plain `matmul`. `grad_out` has x's dtype; each gradient has
+/// it too or is F32, and both are FP32 sums rounded once.
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                             const Tensor& grad_bias);
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
@@ -274,7 +296,8 @@ void attention_reference_backward(const Tensor& q, const Tensor& k, const Tensor
 /// target makes the chunk's loss NaN.
 void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
                          const Tensor& count);
-/// One chunk of rows of a cross-entropy whose mean runs over a larger batch: writes
+/// One chunk of rows of a cross-entropy whose mean runs over a larger batch (logits
+/// F32, BF16 or F16, and the transposed gradient of the backward the same): writes
 /// `lse` [n] = row logsumexp of `logits` [n, V] and adds the chunk's summed row losses
 /// divided by the batch's `count` to one-element `loss` (adds 0 when count is 0).
 void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,

@@ -2,12 +2,17 @@
 // whole batch, linear_ce_cpu.cpp over one chunk of rows): checking targets, the
 // forward (row logsumexp and summed loss) and the backward (softmax - onehot). They
 // differ only in the count they divide by. Private to kernels/cpu/.
+//
+// The row loops are templated on the logits' element type T (f32, bf16, f16): logits
+// are loaded into float, the logsumexp and the loss are computed in double and stored
+// in FP32, and each gradient element is rounded once into T.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "zero/core/error.h"
 #include "zero/kernels/cpu/parallel.h"
@@ -33,25 +38,30 @@ inline int64_t check_targets(const char* op, const int32_t* targets, int64_t n, 
 
 // logsumexp of a row, stably (see Note [Stable softmax] in softmax_cpu.cpp); -inf for
 // an empty row.
-inline double row_logsumexp(const float* x, int64_t v) {
+template <typename T>
+inline double row_logsumexp(const T* x, int64_t v) {
   if (v == 0) return -std::numeric_limits<double>::infinity();
-  const float m = *std::max_element(x, x + v);
+  float m = static_cast<float>(x[0]);
+  for (int64_t j = 1; j < v; ++j) m = std::max(m, static_cast<float>(x[j]));
   double s = 0.0;
-  for (int64_t j = 0; j < v; ++j) s += std::exp(static_cast<double>(x[j]) - m);
+  for (int64_t j = 0; j < v; ++j) {
+    s += std::exp(static_cast<double>(static_cast<float>(x[j])) - m);
+  }
   return m + std::log(s);
 }
 
 // Writes lse[i] for every row and returns the summed loss lse_i - logits[i, t] of the
 // rows that are not ignored. Targets must have been checked.
-inline double forward_rows(const float* logits, const int32_t* targets, int64_t n, int64_t v,
+template <typename T>
+inline double forward_rows(const T* logits, const int32_t* targets, int64_t n, int64_t v,
                            int ignore_index, float* lse) {
   double total = 0.0;
 #pragma omp parallel for reduction(+ : total) if (n * v > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    const float* row = logits + i * v;
+    const T* row = logits + i * v;
     const double row_lse = row_logsumexp(row, v);
     lse[i] = static_cast<float>(row_lse);
-    if (targets[i] != ignore_index) total += row_lse - row[targets[i]];
+    if (targets[i] != ignore_index) total += row_lse - static_cast<float>(row[targets[i]]);
   }
   return total;
 }
@@ -59,19 +69,27 @@ inline double forward_rows(const float* logits, const int32_t* targets, int64_t 
 // grad[i] = scale * (softmax(logits[i]) - onehot(t_i)), zero for ignored rows. `grad`
 // may be `logits` itself (the chunked loss turns logits into their gradient in place):
 // each element is read before it is written.
-inline void backward_rows(const float* logits, const int32_t* targets, const float* lse,
-                          int64_t n, int64_t v, int ignore_index, float scale, float* grad) {
+template <typename T>
+inline void backward_rows(const T* logits, const int32_t* targets, const float* lse, int64_t n,
+                          int64_t v, int ignore_index, float scale, T* grad) {
 #pragma omp parallel for if (n * v > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    float* g = grad + i * v;
+    T* g = grad + i * v;
     const int32_t t = targets[i];
     if (t == ignore_index) {
-      std::fill(g, g + v, 0.0f);
+      std::fill(g, g + v, static_cast<T>(0.0f));
       continue;
     }
-    const float* row = logits + i * v;
-    for (int64_t j = 0; j < v; ++j) g[j] = scale * std::exp(row[j] - lse[i]);
-    g[t] -= scale;
+    const T* row = logits + i * v;
+    const float xt = static_cast<float>(row[t]);
+    for (int64_t j = 0; j < v; ++j) {
+      g[j] = static_cast<T>(scale * std::exp(static_cast<float>(row[j]) - lse[i]));
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      g[t] -= scale;
+    } else {  // from the float, not the rounded value: one rounding of p - 1, not two
+      g[t] = static_cast<T>(scale * std::exp(xt - lse[i]) - scale);
+    }
   }
 }
 

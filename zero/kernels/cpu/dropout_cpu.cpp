@@ -1,24 +1,34 @@
 // CPU dropout. Element i is kept when philox_uniform(seed, offset + i) >= p and then
 // scaled by 1/(1-p), so the expected value of every element is unchanged. The forward
-// and the backward apply the same mask to different tensors, so both are one loop.
+// and the backward apply the same mask to different tensors, so both are one loop,
+// templated on the element type (f32, bf16, f16: scaled in float, rounded once).
 #include "zero/core/philox.h"
 #include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
 
-// out = in * mask / (1 - p), for contiguous `in` and `out` of one shape.
-void apply_mask(const Tensor& in, float p, uint64_t seed, uint64_t offset, const Tensor& out) {
+template <typename T>
+void mask_loop(const Tensor& in, float p, uint64_t seed, uint64_t offset, const Tensor& out) {
   const int64_t n = in.numel();
   const float scale = 1.0f / (1.0f - p);
-  const float* pi = in.data_ptr<float>();
-  float* po = out.data_ptr<float>();
+  const T* pi = in.data_ptr<T>();
+  T* po = out.data_ptr<T>();
 #pragma omp parallel for if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    po[i] = philox_uniform(seed, offset + i) >= p ? pi[i] * scale : 0.0f;
+    po[i] = static_cast<T>(
+        philox_uniform(seed, offset + i) >= p ? static_cast<float>(pi[i]) * scale : 0.0f);
   }
+}
+
+// out = in * mask / (1 - p), for contiguous `in` and `out` of one shape.
+void apply_mask(const Tensor& in, float p, uint64_t seed, uint64_t offset, const Tensor& out) {
+  dispatch_dtype<FloatTypes>(in.dtype(), "dropout", [&](auto tag) {
+    mask_loop<typename decltype(tag)::type>(in, p, seed, offset, out);
+  });
 }
 
 void dropout_forward_cpu(const Tensor& x, float p, uint64_t seed, uint64_t offset,

@@ -7,6 +7,11 @@
 // rows are adjacent (row stride 1), such as b.Transpose(-1, -2), is the transpose of
 // a row-major matrix, and gemm_cpu reads it through its trans flag. Only a matrix
 // with neither unit stride is copied. Batch dimensions broadcast through DimsArg.
+//
+// BF16 and F16 operands are converted to F32 (exactly) and multiplied by the same FP32
+// GEMM, and the result is rounded once into a 16-bit output: the reference for cuBLAS's
+// 16-bit GEMMs, which also accumulate in FP32. The fused Linear does the same, so its
+// bias is added before that one rounding, as cuBLASLt's epilogue adds it.
 #include <omp.h>
 
 #include "zero/kernels/cpu/gemm_cpu.h"
@@ -58,7 +63,30 @@ GemmOperand gemm_operand(const Tensor& t, const Shape& out_batch) {
   return op;
 }
 
+// `t` as a new contiguous F32 tensor (exact from any float dtype).
+Tensor to_f32(const Tensor& t) {
+  Tensor out = Tensor::Empty(t.sizes(), TensorOption().OnDevice(t.device()));
+  convert(t, out);
+  return out;
+}
+
+// `out` itself when it is F32, else a new F32 tensor of its shape (holding out's values
+// when `keep`), to be rounded into out by finish_f32.
+Tensor f32_output(const Tensor& out, bool keep) {
+  if (!out.defined() || out.dtype() == DataType::F32) return out;
+  return keep ? to_f32(out) : Tensor::Empty(out.sizes(), TensorOption().OnDevice(out.device()));
+}
+
+void finish_f32(const Tensor& result, const Tensor& out) {
+  if (out.defined() && !result.SharesStorage(out)) convert(result, out);
+}
+
 void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+  if (a.dtype() != DataType::F32) {
+    const Tensor acc = f32_output(out, accumulate);
+    matmul_cpu(to_f32(a), to_f32(b), acc, accumulate);
+    return finish_f32(acc, out);
+  }
   const Shape out_batch(out.sizes().begin(), out.sizes().end() - 2);
   const GemmOperand ga = gemm_operand(a, out_batch);
   const GemmOperand gb = gemm_operand(b, out_batch);
@@ -79,12 +107,23 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
 // against the transposed weight, a broadcast bias add, a column sum for the bias gradient.
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                         const Tensor& out) {
+  if (x.dtype() != DataType::F32) {
+    const Tensor acc = f32_output(out, false);
+    linear_forward_cpu(to_f32(x), to_f32(weight), bias.defined() ? to_f32(bias) : bias, acc);
+    return finish_f32(acc, out);
+  }
   matmul(x, transposed(weight), out);                          // (N, out)
   if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
 }
 
 void linear_backward_params_cpu(const Tensor& grad_out, const Tensor& x,
                                 const Tensor& grad_weight, const Tensor& grad_bias) {
+  if (x.dtype() != DataType::F32) {
+    const Tensor gw = f32_output(grad_weight, false), gb = f32_output(grad_bias, false);
+    linear_backward_params_cpu(to_f32(grad_out), to_f32(x), gw, gb);
+    finish_f32(gw, grad_weight);
+    return finish_f32(gb, grad_bias);
+  }
   if (grad_weight.defined()) matmul(transposed(grad_out), x, grad_weight);  // (out, in)
   if (grad_bias.defined()) sum(grad_out, 0, reshaped(grad_bias, {1, grad_out.size(1)}));
 }

@@ -6,21 +6,31 @@
 //   v  = beta2 * v + (1 - beta2) * g^2       (second moment)
 //   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps),  bc_k = 1 - beta_k^step
 // The bias corrections bc1, bc2 undo the zero start of m and v in early steps.
+// Parameters and moments are FP32; a 16-bit gradient G is read into float, and an
+// optional copy of the updated parameter is rounded into its dtype C in the same loop.
 #include <cmath>
+#include <type_traits>
 
 #include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace {
 
+// The copy type of an entry without param_copy.
+struct NoCopy {};
+
+template <typename G, typename C>
 void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay) {
   const int64_t n = e.param.numel();
   float* pp = e.param.data_ptr<float>();
-  const float* pg = e.grad.data_ptr<float>();
+  const G* pg = e.grad.data_ptr<G>();
   float* pm = e.exp_avg.data_ptr<float>();
   float* pv = e.exp_avg_sq.data_ptr<float>();
+  C* pc = nullptr;
+  if constexpr (!std::is_same_v<C, NoCopy>) pc = e.param_copy.data_ptr<C>();
   // Per-step constants, computed once in double: beta^step underflows gracefully there.
   const double step = static_cast<double>(hp.step);
   const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), step));
@@ -31,33 +41,55 @@ void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay) 
   const float b1 = hp.beta1, b2 = hp.beta2, eps = hp.eps;
 #pragma omp parallel for simd if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    const float g = pg[i];
+    const float g = static_cast<float>(pg[i]);
     const float mi = b1 * pm[i] + (1.0f - b1) * g;
     const float vi = b2 * pv[i] + (1.0f - b2) * g * g;
     pm[i] = mi;
     pv[i] = vi;
-    pp[i] = pp[i] * decay - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
+    const float pi = pp[i] * decay - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
+    pp[i] = pi;
+    if constexpr (!std::is_same_v<C, NoCopy>) pc[i] = static_cast<C>(pi);
   }
 }
 
 void adamw_cpu(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
-  for (const AdamWTensor& e : tensors) adamw_one(e, hp, e.decay ? hp.weight_decay : 0.0f);
+  for (const AdamWTensor& e : tensors) {
+    const float wd = e.decay ? hp.weight_decay : 0.0f;
+    dispatch_dtype<FloatTypes>(e.grad.dtype(), "adamw", [&](auto grad_tag) {
+      using G = typename decltype(grad_tag)::type;
+      if (!e.param_copy.defined()) return adamw_one<G, NoCopy>(e, hp, wd);
+      dispatch_dtype<FloatTypes>(e.param_copy.dtype(), "adamw", [&](auto copy_tag) {
+        adamw_one<G, typename decltype(copy_tag)::type>(e, hp, wd);
+      });
+    });
+  }
+}
+
+template <typename T>
+double sum_squares(const Tensor& t) {
+  const T* p = t.data_ptr<T>();
+  const int64_t n = t.numel();
+  double acc = 0.0;
+#pragma omp parallel for reduction(+ : acc) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(p[i]);
+    acc += static_cast<double>(v) * v;
+  }
+  return acc;
 }
 
 // Accumulated in double, per tensor and across them: the CPU is the reference.
 Tensor sum_of_squares_cpu(const std::vector<Tensor>& tensors) {
   double total = 0.0;
   for (const Tensor& t : tensors) {
-    const float* p = t.data_ptr<float>();
-    const int64_t n = t.numel();
-    double acc = 0.0;
-#pragma omp parallel for reduction(+ : acc) if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]) * p[i];
-    total += acc;
+    dispatch_dtype<FloatTypes>(t.dtype(), "sum_of_squares", [&](auto tag) {
+      total += sum_squares<typename decltype(tag)::type>(t);
+    });
   }
   return Tensor::From({static_cast<float>(total)}, {1});
 }
 
+// binary_scalar computes in float and rounds once into a 16-bit tensor.
 void scale_cpu(const std::vector<Tensor>& tensors, float factor) {
   for (const Tensor& t : tensors) binary_scalar(BinaryOp::kMul, t, factor, t);
 }

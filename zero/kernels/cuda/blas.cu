@@ -16,6 +16,8 @@
 // split_tf32.cuh); tf32 is one TF32 Tensor-Core product; fp16 converts the operands to
 // FP16 for FP16 Tensor Cores with FP32 accumulation and output (Note [FP16 Tensor Cores
 // with FP32 in and out], blas_fp16.cu).
+// Those precisions are about FP32 operands: BF16 and F16 operands always go to the
+// Tensor Cores as they are, with FP32 accumulation (gemm_16bit).
 #include <cublas_v2.h>
 
 #include <mutex>
@@ -169,6 +171,34 @@ void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const Matri
   }
 }
 
+// C = A B, or C += A B with beta = 1, for BF16 or F16 A and B (`ab`) and C of `c_type`
+// (theirs or FP32): the Tensor Cores multiply the 16-bit operands and accumulate in
+// FP32 (CUBLAS_COMPUTE_32F), and C is rounded once. Pointers are raw: the operands'
+// element offsets were applied by the caller.
+void gemm_16bit(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb, int64_t M,
+                int64_t N, int64_t K, cudaDataType_t ab, const void* A, int64_t stride_a,
+                const void* B, int64_t stride_b, cudaDataType_t c_type, void* C, int64_t batch,
+                float beta) {
+  // C^T (N x M) = op(B) op(A), see Note [Row-major tensors in a column-major library].
+  const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const float alpha = 1.0f;
+  if (batch == 1) {
+    ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, ab, lb.ld, A, ab,
+                                   la.ld, &beta, C, c_type, N, CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT));
+  } else {
+    ZERO_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        handle, op_b, op_a, N, M, K, &alpha, B, ab, lb.ld, stride_b, A, ab, la.ld, stride_a,
+        &beta, C, c_type, N, M * N, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+// `t`'s element `offset` as a raw address.
+const void* element(const Tensor& t, int64_t offset) {
+  return static_cast<const char*>(t.data()) + offset * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+
 void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
   cuda::set_device(out);
   MatrixLayout la, lb;
@@ -191,20 +221,26 @@ void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool
   mb.strides.resize(mb.strides.size() - 2);
   const DimsArg da = DimsArg::Broadcast(ma, batch_shape), db = DimsArg::Broadcast(mb, batch_shape);
   cublasHandle_t handle = blas_handle(out.device().index());
-  const float* pa = a.data_ptr<float>();
-  const float* pb = b.data_ptr<float>();
-  float* pc = out.data_ptr<float>();
+  // `count` GEMMs from element offsets oa, ob, oc of a, b, out, then strides sa, sb.
+  const auto run = [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t oc,
+                       int64_t count) {
+    if (a.dtype() != DataType::F32) {
+      gemm_16bit(handle, la, lb, M, N, K, cuda::cuda_dtype(a.dtype()), element(a, oa), sa,
+                 element(b, ob), sb, cuda::cuda_dtype(out.dtype()),
+                 const_cast<void*>(element(out, oc)), count, beta);
+      return;
+    }
+    gemm(out.device().index(), handle, la, lb, M, N, K, a.data_ptr<float>() + oa, sa,
+         b.data_ptr<float>() + ob, sb, out.data_ptr<float>() + oc, count, beta);
+  };
   int64_t sa = 0, sb = 0;
   if (linear_batch_stride(da, batch, sa) && linear_batch_stride(db, batch, sb)) {
-    gemm(out.device().index(), handle, la, lb, M, N, K, pa, sa, pb, sb, pc, batch, beta);
+    run(0, sa, 0, sb, 0, batch);
     return;
   }
   // Batch strides that no single stride describes (e.g. [2,1] against [1,3]): one
   // GEMM per batch element. Rare, and each GEMM is still a full cuBLAS call.
-  for (int64_t i = 0; i < batch; ++i) {
-    gemm(out.device().index(), handle, la, lb, M, N, K, pa + da.Offset(i), 0, pb + db.Offset(i), 0,
-         pc + i * M * N, 1, beta);
-  }
+  for (int64_t i = 0; i < batch; ++i) run(da.Offset(i), 0, db.Offset(i), 0, i * M * N, 1);
 }
 
 }  // namespace

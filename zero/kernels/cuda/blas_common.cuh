@@ -14,6 +14,11 @@
 
 namespace zero::ops::cuda {
 
+// The CUDA library's name for a float dtype: CUDA_R_32F, CUDA_R_16BF or CUDA_R_16F.
+inline cudaDataType_t cuda_dtype(DataType dtype) {
+  return dtype == DataType::BF16 ? CUDA_R_16BF : dtype == DataType::F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
 // Bytes of each GPU's BLAS workspace: cuBLAS's recommendation for Hopper.
 constexpr size_t kBlasWorkspaceBytes = 32u << 20;
 

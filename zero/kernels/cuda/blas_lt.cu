@@ -9,6 +9,11 @@
 // transpose. When cuBLASLt offers no algorithm for a case (an epilogue unsupported
 // for the compute type, a misaligned pointer), the same result comes from matmul_cuda
 // plus a broadcast add or a column sum.
+//
+// BF16 and F16 Linears take the same epilogues with 16-bit A and B, FP32 accumulation
+// and scale type, and D and the bias each in its own dtype (the operands', or FP32 for a
+// gradient kept for an FP32 optimiser): split TF32 and MX_FAST_MATMUL concern FP32
+// operands only (lt_matmul_16bit).
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -56,11 +61,12 @@ struct AlgoKey {
   int device;
   bool trans_a, trans_b;
   int64_t m, n, k;
-  int epilogue, compute, ab_type;
+  int epilogue, compute, ab_type, d_type, bias_type;
   bool operator<(const AlgoKey& o) const {
-    return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute, ab_type) <
-           std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n, o.k, o.epilogue, o.compute,
-                    o.ab_type);
+    return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute, ab_type, d_type,
+                    bias_type) < std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n, o.k,
+                                          o.epilogue, o.compute, o.ab_type, o.d_type,
+                                          o.bias_type);
   }
 };
 
@@ -107,12 +113,13 @@ const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
 
 // Column-major D (m x n, ld m) = op(A) op(B) + beta D in `compute`, with `epilogue`
 // reading or writing `bias`. A is stored m x k (or k x m when trans_a), B k x n (or
-// n x k when trans_b), both packed, both of type `ab_type` (FP32, or FP16 in fp16
-// mode); D and the bias are FP32. Returns false, having done nothing, when cuBLASLt
-// has no algorithm.
+// n x k when trans_b), both packed, both of type `ab_type` (FP32, FP16 in fp16 mode, or
+// the BF16/F16 of a 16-bit Linear); D is of `d_type` and the bias of `bias_type` (FP32
+// unless given). Returns false, having done nothing, when cuBLASLt has no algorithm.
 bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int device, bool trans_a,
                   bool trans_b, int64_t m, int64_t n, int64_t k, const void* A, const void* B,
-                  float* D, cublasLtEpilogue_t epilogue, float* bias, float beta = 0.0f) {
+                  void* D, cublasLtEpilogue_t epilogue, void* bias, float beta = 0.0f,
+                  cudaDataType_t d_type = CUDA_R_32F, cudaDataType_t bias_type = CUDA_R_32F) {
   if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias)) return false;
   cublasLtHandle_t handle = reinterpret_cast<cublasLtHandle_t>(cuda::blas_handle(device));
   MatmulDesc op;
@@ -129,8 +136,7 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
   set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
   set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
   set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
-  if (ab_type != CUDA_R_32F) {  // the bias follows D, FP32, rather than the inputs
-    const cudaDataType_t bias_type = CUDA_R_32F;
+  if (ab_type != CUDA_R_32F) {  // named, not left to cuBLASLt's default for these inputs
     set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type));
   }
   Layout la, lb, ld;
@@ -138,7 +144,7 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
                                                trans_a ? m : k, trans_a ? k : m));
   ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb.layout, ab_type, trans_b ? n : k,
                                                trans_b ? k : n, trans_b ? n : k));
-  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ld.layout, CUDA_R_32F, m, n, m));
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ld.layout, d_type, m, n, m));
   Preference pref;
   ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
   const size_t workspace_bytes = cuda::kBlasWorkspaceBytes;
@@ -152,7 +158,8 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
                           workspace_bytes, cuda::current_stream());
   };
   const AlgoKey key{device, trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
-                    static_cast<int>(compute), static_cast<int>(ab_type)};
+                    static_cast<int>(compute), static_cast<int>(ab_type),
+                    static_cast<int>(d_type), static_cast<int>(bias_type)};
   const cublasLtMatmulAlgo_t* algo = tuned_algo(key);
   if (algo == nullptr) {
     cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
@@ -197,6 +204,30 @@ bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int
                       D, epilogue, bias);
 }
 
+// lt_matmul for the tensors of a BF16 or F16 Linear: A and B of one 16-bit dtype, D
+// and the bias (may be undefined) of theirs or FP32, FP32 accumulation and scale.
+bool lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const Tensor& A, const Tensor& B, const Tensor& D,
+                     cublasLtEpilogue_t epilogue, const Tensor& bias) {
+  const cudaDataType_t d_type = cuda::cuda_dtype(D.dtype());
+  return lt_matmul_in(CUBLAS_COMPUTE_32F, cuda::cuda_dtype(A.dtype()), device, trans_a, trans_b,
+                      m, n, k, A.data(), B.data(), D.data(), epilogue,
+                      bias.defined() ? bias.data() : nullptr, 0.0f, d_type,
+                      bias.defined() ? cuda::cuda_dtype(bias.dtype()) : d_type);
+}
+
+// grad_bias (out) = column sums of grad_out [N, out], accumulated in FP32 and stored in
+// grad_bias's dtype, which may be wider than grad_out's.
+void column_sum(const Tensor& grad_out, const Tensor& grad_bias) {
+  const int64_t n_out = grad_out.size(1);
+  if (grad_out.dtype() == grad_bias.dtype()) {
+    return sum(grad_out, 0, reshaped(grad_bias, {1, n_out}));  // (1, out)
+  }
+  const Tensor wide = Tensor::Empty(grad_out.sizes(), grad_bias.options());  // (N, out)
+  convert(grad_out, wide);
+  sum(wide, 0, reshaped(grad_bias, {1, n_out}));
+}
+
 }  // namespace
 
 bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
@@ -218,15 +249,29 @@ void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bi
   cuda::set_device(out);
   const int64_t n = x.size(0), in = x.size(1), n_out = weight.size(0);
   if (out.numel() == 0) return;
+  const int device = out.device().index();
+  const bool f32 = x.dtype() == DataType::F32;
   // out^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T (in x n) + bias.
   if (bias.defined() && in > 0 &&
-      lt_matmul(out.device().index(), /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
-                weight.data_ptr<float>(), x.data_ptr<float>(), out.data_ptr<float>(),
-                CUBLASLT_EPILOGUE_BIAS, bias.data_ptr<float>())) {
+      (f32 ? lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
+                       weight.data_ptr<float>(), x.data_ptr<float>(), out.data_ptr<float>(),
+                       CUBLASLT_EPILOGUE_BIAS, bias.data_ptr<float>())
+           : lt_matmul_16bit(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in, weight,
+                             x, out, CUBLASLT_EPILOGUE_BIAS, bias))) {
     return;
   }
-  matmul(x, transposed(weight), out);                            // (N, out)
-  if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+  if (f32 || !bias.defined()) {
+    matmul(x, transposed(weight), out);                            // (N, out)
+    if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+    return;
+  }
+  // A 16-bit output is rounded once, after the bias, as the epilogue would.
+  const TensorOption f32_on = TensorOption().OnDevice(out.device());
+  const Tensor acc = Tensor::Empty(out.sizes(), f32_on), b32 = Tensor::Empty({n_out}, f32_on);
+  matmul(x, transposed(weight), acc);  // (N, out) in FP32
+  convert(bias, b32);
+  binary(BinaryOp::kAdd, acc, b32, acc);
+  convert(acc, out);
 }
 
 void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
@@ -235,19 +280,29 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   const int64_t n = x.size(0), in = x.size(1), n_out = grad_out.size(1);
   // grad_weight^T (in x n_out, column-major) = x^T (in x n) g (n x n_out: g^T stored
   // n_out x n, transposed); BGRADB sums op(B) = g over the k = n rows into grad_bias.
-  // Under split TF32 the bias gradient is a column sum of its own (see lt_matmul).
+  // Under split TF32 the bias gradient is a column sum of its own (see lt_matmul), as it
+  // is when a 16-bit Linear keeps its two gradients in different dtypes.
   const int device = x.device().index();
-  const bool fuse_bias = grad_bias.defined() && !cuda::split_tf32_pays(device, in, n_out, n);
+  const bool f32 = x.dtype() == DataType::F32;
+  const bool fuse_bias =
+      grad_bias.defined() && (f32 ? !cuda::split_tf32_pays(device, in, n_out, n)
+                                  : !grad_weight.defined() ||
+                                        grad_bias.dtype() == grad_weight.dtype());
+  const cublasLtEpilogue_t epilogue = fuse_bias ? CUBLASLT_EPILOGUE_BGRADB
+                                                : CUBLASLT_EPILOGUE_DEFAULT;
   if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0 &&
-      lt_matmul(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n, x.data_ptr<float>(),
-                grad_out.data_ptr<float>(), grad_weight.data_ptr<float>(),
-                fuse_bias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT,
-                fuse_bias ? grad_bias.data_ptr<float>() : nullptr)) {
-    if (grad_bias.defined() && !fuse_bias) sum(grad_out, 0, reshaped(grad_bias, {1, n_out}));
+      (f32 ? lt_matmul(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
+                       x.data_ptr<float>(), grad_out.data_ptr<float>(),
+                       grad_weight.data_ptr<float>(), epilogue,
+                       fuse_bias ? grad_bias.data_ptr<float>() : nullptr)
+           : lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n, x,
+                             grad_out, grad_weight, epilogue,
+                             fuse_bias ? grad_bias : Tensor()))) {
+    if (grad_bias.defined() && !fuse_bias) column_sum(grad_out, grad_bias);
     return;
   }
   if (grad_weight.defined()) matmul(transposed(grad_out), x, grad_weight);  // (out, in)
-  if (grad_bias.defined()) sum(grad_out, 0, reshaped(grad_bias, {1, n_out}));  // (1, out)
+  if (grad_bias.defined()) column_sum(grad_out, grad_bias);                 // (out)
 }
 
 }  // namespace

@@ -13,12 +13,15 @@ namespace zero::ops::cuda {
 // of exp(x - m) so far, rescaling s when m grows (the online softmax of flash
 // attention). A GPT-2 row is 50304 floats, too long to stay in cache between a pass for
 // the maximum and a pass for the sum, so this halves the kernel's memory traffic.
-__device__ inline void cross_entropy_row(const float* row, int32_t t, int ignore_index, int64_t V,
+// The row may be f32, bf16 or f16: every value is loaded into float, and m, s, lse and
+// the loss are FP32.
+template <typename T>
+__device__ inline void cross_entropy_row(const T* row, int32_t t, int ignore_index, int64_t V,
                                          float* lse, float* loss) {
   __shared__ float scratch[2][32];
   float m = -INFINITY, s = 0.0f;
   for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-    const float x = row[i];
+    const float x = static_cast<float>(row[i]);
     if (x > m) {
       s = s * __expf(m - x) + 1.0f;  // exp(-inf) = 0 on the first value
       m = x;
@@ -33,7 +36,8 @@ __device__ inline void cross_entropy_row(const float* row, int32_t t, int ignore
   if (threadIdx.x == 0) {
     const float l = m + __logf(s);
     *lse = l;
-    *loss = t == ignore_index ? 0.0f : (t >= 0 && t < V ? l - row[t] : NAN);
+    const bool valid = t >= 0 && t < V;
+    *loss = t == ignore_index ? 0.0f : (valid ? l - static_cast<float>(row[t]) : NAN);
   }
 }
 

@@ -1,9 +1,11 @@
 // CUDA dropout from the Philox stream: element i is kept when
 // philox_uniform(seed, offset + i) >= p and scaled by 1/(1-p), exactly as on the CPU, so
 // the same seed gives the same result on both devices. The backward regenerates the mask.
+// Templated on the element type (f32, bf16, f16): scaled in float, rounded once.
 #include "zero/core/philox.h"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
@@ -21,7 +23,8 @@ __device__ inline uint32_t word_of(const PhiloxBlock& b, uint32_t k) {
 // Four elements per thread. Their stream words offset + i .. offset + i + 3 lie in one or
 // two Philox blocks, and one block evaluation makes four words, so a thread evaluates the
 // generator once or twice instead of four times. The result is the same mask.
-__global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uint64_t seed,
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* y, int64_t n, float p, uint64_t seed,
                                uint64_t offset) {
   const int64_t first = 4 * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
   if (first >= n) return;
@@ -34,7 +37,8 @@ __global__ void dropout_kernel(const float* x, float* y, int64_t n, float p, uin
     if (first + j >= n) break;
     const uint64_t w = w0 + j;
     const uint32_t word = word_of((w >> 2) == (w0 >> 2) ? lo : hi, static_cast<uint32_t>(w & 3));
-    y[first + j] = philox_word_to_uniform(word) >= p ? x[first + j] * scale : 0.0f;
+    const bool keep = philox_word_to_uniform(word) >= p;
+    y[first + j] = static_cast<T>(keep ? static_cast<float>(x[first + j]) * scale : 0.0f);
   }
 }
 
@@ -42,9 +46,12 @@ void dropout_forward_cuda(const Tensor& x, float p, uint64_t seed, uint64_t offs
   const int64_t n = x.numel();
   if (n == 0) return;
   cuda::set_device(x);
-  dropout_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
-      x.data_ptr<float>(), y.data_ptr<float>(), n, p, seed, offset);
-  ZERO_CUDA_LAUNCH_CHECK();
+  dispatch_dtype<FloatTypes>(x.dtype(), "dropout", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dropout_kernel<T><<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<T>(), y.data_ptr<T>(), n, p, seed, offset);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
 }
 
 // The backward applies the same mask and scale to the gradient.

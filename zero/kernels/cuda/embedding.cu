@@ -2,8 +2,14 @@
 // gradient rows back with atomicAdd (so when ids repeat, the order of additions,
 // and the last bits of the sum, can vary between runs). An id outside the table
 // gives a NaN row instead of an error: see Note [Bad indices on the GPU].
+//
+// Both are templated on the element type (f32, bf16, f16). The atomics are always FP32:
+// a 16-bit grad_weight is summed in an FP32 scratch table and rounded once into it
+// afterwards, since an atomic add on 16-bit values would round after every addition
+// (a row hit a thousand times would lose most of its gradient).
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
@@ -12,22 +18,24 @@ namespace {
 using cuda::grid_for;
 using cuda::kBlock;
 
-__global__ void embedding_forward_kernel(const float* w, const int32_t* ids, float* out, int64_t n,
+template <typename T>
+__global__ void embedding_forward_kernel(const T* w, const int32_t* ids, T* out, int64_t n,
                                          int64_t C, int64_t V) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n * C) return;
   const int32_t id = ids[i / C];
-  out[i] = id >= 0 && id < V ? w[id * C + i % C] : NAN;
+  out[i] = id >= 0 && id < V ? w[id * C + i % C] : static_cast<T>(NAN);
 }
 
 // Scatter-add with atomics: the order of additions (and so the last bits) may vary
 // between runs when ids repeat.
-__global__ void embedding_backward_kernel(const float* g, const int32_t* ids, float* gw, int64_t n,
+template <typename T>
+__global__ void embedding_backward_kernel(const T* g, const int32_t* ids, float* gw, int64_t n,
                                           int64_t C, int64_t V) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n * C) return;
   const int32_t id = ids[i / C];
-  if (id >= 0 && id < V) atomicAdd(&gw[id * C + i % C], g[i]);
+  if (id >= 0 && id < V) atomicAdd(&gw[id * C + i % C], static_cast<float>(g[i]));
 }
 
 void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tensor& out) {
@@ -35,21 +43,33 @@ void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tenso
   if (n == 0) return;
   cuda::set_device(out);
   const Tensor ids_c = contiguous(ids);
-  embedding_forward_kernel<<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
-      weight.data_ptr<float>(), ids_c.data_ptr<int32_t>(), out.data_ptr<float>(), n, C, V);
-  ZERO_CUDA_LAUNCH_CHECK();
+  dispatch_dtype<FloatTypes>(weight.dtype(), "embedding", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    embedding_forward_kernel<T><<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
+        weight.data_ptr<T>(), ids_c.data_ptr<int32_t>(), out.data_ptr<T>(), n, C, V);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
 }
 
 void embedding_backward_cuda(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
   const int64_t n = ids.numel(), C = grad_weight.size(1), V = grad_weight.size(0);
   cuda::set_device(grad_weight);
-  fill(grad_weight, 0.0f);
-  if (n == 0) return;
+  const bool f32 = grad_weight.dtype() == DataType::F32;
+  if (n == 0) return fill(grad_weight, 0.0f);
+  // The FP32 table the atomics add into: grad_weight itself, or a scratch copy.
+  const Tensor sums = f32 ? grad_weight
+                          : Tensor::Empty(grad_weight.sizes(),
+                                          TensorOption().OnDevice(grad_weight.device()));  // (V, C)
+  fill(sums, 0.0f);
   const Tensor ids_c = contiguous(ids);
   const Tensor g = contiguous(grad_out);
-  embedding_backward_kernel<<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
-      g.data_ptr<float>(), ids_c.data_ptr<int32_t>(), grad_weight.data_ptr<float>(), n, C, V);
-  ZERO_CUDA_LAUNCH_CHECK();
+  dispatch_dtype<FloatTypes>(g.dtype(), "embedding backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    embedding_backward_kernel<T><<<grid_for(n * C), kBlock, 0, cuda::current_stream()>>>(
+        g.data_ptr<T>(), ids_c.data_ptr<int32_t>(), sums.data_ptr<float>(), n, C, V);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
+  if (!f32) convert(sums, grad_weight);
 }
 
 }  // namespace

@@ -10,11 +10,18 @@
 // writes their grad_x and keeps its columns' shares of the two column sums in
 // registers, and the block adds its warps' shares in a fixed order. Wider rows take
 // two kernels, the second reading g and x again for the column sums.
+//
+// Every kernel is templated on the element type T of x, y, weight, bias and the
+// gradients (f32, bf16, f16): it loads T into float and accumulates, normalises and
+// sums columns in FP32, rounding once on each store. mean, rstd and the column partials
+// are always FP32; grad_weight and grad_bias receive the FP32 totals in their dtype.
+#include <algorithm>
 #include <type_traits>
 
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
@@ -25,23 +32,32 @@ using cuda::warp_sum;  // block_reduce.cuh: every lane gets the warp's sum
 
 constexpr int kRowsPerBlock = kBlock / 32;  // one warp per row
 
-__global__ void layer_norm_forward_kernel(const float* x, const float* w, const float* b, float eps,
-                                          float* y, float* mean_out, float* rstd_out, int64_t N,
+// Element i of p as a float (exact for every T).
+template <typename T>
+__device__ inline float load(const T* p, int64_t i) {
+  return static_cast<float>(p[i]);
+}
+
+template <typename T>
+__global__ void layer_norm_forward_kernel(const T* x, const T* w, const T* b, float eps, T* y,
+                                          float* mean_out, float* rstd_out, int64_t N,
                                           int64_t C) {
   const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
   if (r >= N) return;  // a whole warp leaves together
   const int lane = threadIdx.x % 32;
-  const float* row = x + r * C;
+  const T* row = x + r * C;
   float s = 0.0f;
-  for (int64_t i = lane; i < C; i += 32) s += row[i];
+  for (int64_t i = lane; i < C; i += 32) s += load(row, i);
   const float mean = warp_sum(s) / C;
   float v = 0.0f;  // second pass over the (cached) row: no cancellation as in E[x^2]-E[x]^2
   for (int64_t i = lane; i < C; i += 32) {
-    const float d = row[i] - mean;
+    const float d = load(row, i) - mean;
     v += d * d;
   }
   const float rstd = rsqrtf(warp_sum(v) / C + eps);
-  for (int64_t i = lane; i < C; i += 32) y[r * C + i] = (row[i] - mean) * rstd * w[i] + b[i];
+  for (int64_t i = lane; i < C; i += 32) {
+    y[r * C + i] = static_cast<T>((load(row, i) - mean) * rstd * load(w, i) + load(b, i));
+  }
   if (lane == 0) {
     mean_out[r] = mean;
     rstd_out[r] = rstd;
@@ -49,9 +65,9 @@ __global__ void layer_norm_forward_kernel(const float* x, const float* w, const 
 }
 
 // grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w.
-__global__ void layer_norm_grad_x_kernel(const float* g, const float* x, const float* w,
-                                         const float* mean, const float* rstd, float* gx, int64_t N,
-                                         int64_t C) {
+template <typename T>
+__global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, const float* mean,
+                                         const float* rstd, T* gx, int64_t N, int64_t C) {
   const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
   if (r >= N) return;
   const int lane = threadIdx.x % 32;
@@ -59,15 +75,15 @@ __global__ void layer_norm_grad_x_kernel(const float* g, const float* x, const f
   const float mu = mean[r], rs = rstd[r];
   float s1 = 0.0f, s2 = 0.0f;
   for (int64_t i = lane; i < C; i += 32) {
-    const float dxhat = g[base + i] * w[i];
+    const float dxhat = load(g, base + i) * load(w, i);
     s1 += dxhat;
-    s2 += dxhat * (x[base + i] - mu) * rs;
+    s2 += dxhat * (load(x, base + i) - mu) * rs;
   }
   s1 = warp_sum(s1) / C;
   s2 = warp_sum(s2) / C;
   for (int64_t i = lane; i < C; i += 32) {
-    const float xhat = (x[base + i] - mu) * rs;
-    gx[base + i] = rs * (g[base + i] * w[i] - s1 - xhat * s2);
+    const float xhat = (load(x, base + i) - mu) * rs;
+    gx[base + i] = static_cast<T>(rs * (load(g, base + i) * load(w, i) - s1 - xhat * s2));
   }
 }
 
@@ -76,10 +92,10 @@ __global__ void layer_norm_grad_x_kernel(const float* g, const float* x, const f
 // layer_norm_grad_x_kernel does, and sum g * xhat and g for the columns lane + 32 m they
 // hold. The block's warps then add their sums in warp order into partial[b][0 or 1][c].
 constexpr int kFusedRowsPerWarp = 4;
-template <int kCols>
+template <typename T, int kCols>
 __global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
-    const float* g, const float* x, const float* w, const float* mean, const float* rstd,
-    float* gx, float* partial, int64_t N, int64_t C) {
+    const T* g, const T* x, const T* w, const float* mean, const float* rstd, T* gx,
+    float* partial, int64_t N, int64_t C) {
   extern __shared__ float shares[];  // (kRowsPerBlock, 2, C)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float gw[kCols] = {}, gb[kCols] = {};
@@ -87,16 +103,16 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
   for (int k = 0; k < kFusedRowsPerWarp; ++k) {
     const int64_t r = first + k * kRowsPerBlock + warp;
     if (r >= N) break;
-    const float* gr = g + r * C;
-    const float* xr = x + r * C;
+    const T* gr = g + r * C;
+    const T* xr = x + r * C;
     const float mu = mean[r], rs = rstd[r];
     float gv[kCols], xhat[kCols], s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
     for (int m = 0; m < kCols; ++m) {
       const int64_t c = lane + 32 * m;
-      gv[m] = c < C ? gr[c] : 0.0f;
-      xhat[m] = c < C ? (xr[c] - mu) * rs : 0.0f;
-      const float dxhat = c < C ? gv[m] * w[c] : 0.0f;
+      gv[m] = c < C ? load(gr, c) : 0.0f;
+      xhat[m] = c < C ? (load(xr, c) - mu) * rs : 0.0f;
+      const float dxhat = c < C ? gv[m] * load(w, c) : 0.0f;
       s1 += dxhat;
       s2 += dxhat * xhat[m];
       gw[m] += gv[m] * xhat[m];
@@ -107,7 +123,7 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
 #pragma unroll
     for (int m = 0; m < kCols; ++m) {
       const int64_t c = lane + 32 * m;
-      if (c < C) gx[r * C + c] = rs * (gv[m] * w[c] - s1 - xhat[m] * s2);
+      if (c < C) gx[r * C + c] = static_cast<T>(rs * (gv[m] * load(w, c) - s1 - xhat[m] * s2));
     }
   }
 #pragma unroll
@@ -127,7 +143,8 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
 }
 
 // Per-chunk column partials: partial[chunk][0][c] = sum g * xhat, [1][c] = sum g.
-__global__ void layer_norm_grad_wb_kernel(const float* g, const float* x, const float* mean,
+template <typename T>
+__global__ void layer_norm_grad_wb_kernel(const T* g, const T* x, const float* mean,
                                           const float* rstd, float* partial, int64_t N, int64_t C,
                                           int64_t rows_per_chunk) {
   const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -135,8 +152,8 @@ __global__ void layer_norm_grad_wb_kernel(const float* g, const float* x, const 
   const int64_t begin = blockIdx.y * rows_per_chunk, end = min(N, begin + rows_per_chunk);
   float gw = 0.0f, gb = 0.0f;
   for (int64_t r = begin; r < end; ++r) {
-    const float gi = g[r * C + c];
-    gw += gi * (x[r * C + c] - mean[r]) * rstd[r];
+    const float gi = load(g, r * C + c);
+    gw += gi * (load(x, r * C + c) - mean[r]) * rstd[r];
     gb += gi;
   }
   partial[(blockIdx.y * 2 + 0) * C + c] = gw;
@@ -149,37 +166,35 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor
   if (N == 0) return;
   cuda::set_device(x);
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  layer_norm_forward_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
-      x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), eps,
-      y.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), N, C);
-  ZERO_CUDA_LAUNCH_CHECK();
+  dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    layer_norm_forward_kernel<T><<<blocks, kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<T>(), weight.data_ptr<T>(), bias.data_ptr<T>(), eps, y.data_ptr<T>(),
+        mean.data_ptr<float>(), rstd.data_ptr<float>(), N, C);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
 }
 
-void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
-                              const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                              const Tensor& grad_weight, const Tensor& grad_bias) {
+// Writes grad_x and returns the (chunks, 2, C) FP32 column sums of row chunks.
+template <typename T>
+Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                             const Tensor& mean, const Tensor& rstd, const Tensor& grad_x) {
   const int64_t C = x.size(-1), N = x.numel() / C;
-  cuda::set_device(x);
-  if (N == 0) {
-    fill(grad_weight, 0.0f);
-    fill(grad_bias, 0.0f);
-    return;
-  }
+  const TensorOption f32 = TensorOption().OnDevice(x.device());
   Tensor partial;  // (chunks, 2, C) column sums of row chunks
   const auto fused = [&](auto cols) {
     constexpr int kCols = decltype(cols)::value;
     const int64_t rows_per_block = int64_t{kRowsPerBlock} * kFusedRowsPerWarp;
     const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
-    partial = Tensor::Empty({blocks, 2, C}, x.options());
+    partial = Tensor::Empty({blocks, 2, C}, f32);
     const size_t shares = sizeof(float) * kRowsPerBlock * 2 * C;  // 64 KiB at C = 1024
-    ZERO_CUDA_CHECK(cudaFuncSetAttribute(layer_norm_backward_fused_kernel<kCols>,
+    ZERO_CUDA_CHECK(cudaFuncSetAttribute(layer_norm_backward_fused_kernel<T, kCols>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shares)));
-    layer_norm_backward_fused_kernel<kCols><<<static_cast<unsigned>(blocks), kBlock, shares,
-                                              cuda::current_stream()>>>(
-        grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
-        mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(),
-        partial.data_ptr<float>(), N, C);
+    layer_norm_backward_fused_kernel<T, kCols><<<static_cast<unsigned>(blocks), kBlock, shares,
+                                                 cuda::current_stream()>>>(
+        grad_y.data_ptr<T>(), x.data_ptr<T>(), weight.data_ptr<T>(), mean.data_ptr<float>(),
+        rstd.data_ptr<float>(), grad_x.data_ptr<T>(), partial.data_ptr<float>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();
   };
   if (C <= 32 * 4) {
@@ -192,25 +207,46 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
     fused(std::integral_constant<int, 32>{});
   } else {
     const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
-    layer_norm_grad_x_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
-        grad_y.data_ptr<float>(), x.data_ptr<float>(), weight.data_ptr<float>(),
-        mean.data_ptr<float>(), rstd.data_ptr<float>(), grad_x.data_ptr<float>(), N, C);
+    layer_norm_grad_x_kernel<T><<<blocks, kBlock, 0, cuda::current_stream()>>>(
+        grad_y.data_ptr<T>(), x.data_ptr<T>(), weight.data_ptr<T>(), mean.data_ptr<float>(),
+        rstd.data_ptr<float>(), grad_x.data_ptr<T>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();
     // Column sums in chunks of rows, then a deterministic sum over the chunks.
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(N / 32, 256));
     const int64_t rows_per_chunk = (N + chunks - 1) / chunks;
-    partial = Tensor::Empty({chunks, 2, C}, x.options());
+    partial = Tensor::Empty({chunks, 2, C}, f32);
     const dim3 grid(static_cast<unsigned>((C + kBlock - 1) / kBlock),
                     static_cast<unsigned>(chunks));
-    layer_norm_grad_wb_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
-        grad_y.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
-        rstd.data_ptr<float>(), partial.data_ptr<float>(), N, C, rows_per_chunk);
+    layer_norm_grad_wb_kernel<T><<<grid, kBlock, 0, cuda::current_stream()>>>(
+        grad_y.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+        partial.data_ptr<float>(), N, C, rows_per_chunk);
     ZERO_CUDA_LAUNCH_CHECK();
   }
-  Tensor totals = Tensor::Empty({1, 2, C}, x.options());
+  return partial;
+}
+
+void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                              const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                              const Tensor& grad_weight, const Tensor& grad_bias) {
+  const int64_t C = x.size(-1), N = x.numel() / C;
+  cuda::set_device(x);
+  if (N == 0) {
+    fill(grad_weight, 0.0f);
+    fill(grad_bias, 0.0f);
+    return;
+  }
+  Tensor partial;  // (chunks, 2, C), FP32 whatever the dtype
+  dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm backward", [&](auto tag) {
+    partial = layer_norm_backward_t<typename decltype(tag)::type>(grad_y, x, weight, mean, rstd,
+                                                                  grad_x);
+  });
+  Tensor totals = Tensor::Empty({1, 2, C}, partial.options());
   sum(partial, 0, totals);
-  copy(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()), grad_weight);
-  copy(Tensor(meta_view(meta_slice(totals.meta(), 1, 1, 2, 1), {C}), totals.node()), grad_bias);
+  // convert is a copy for an FP32 gradient, one rounding of the FP32 total otherwise.
+  convert(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()),
+          grad_weight);
+  convert(Tensor(meta_view(meta_slice(totals.meta(), 1, 1, 2, 1), {C}), totals.node()),
+          grad_bias);
 }
 
 }  // namespace

@@ -3,11 +3,15 @@
 // the forward of one chunk (row logsumexp, then one block adds the chunk's summed
 // losses / count to the loss, in a fixed order so the result is deterministic), and
 // the backward done in place on the chunk's logits (optionally also written transposed).
-// A target outside [0, V) gives a NaN loss: see Note [Bad indices on the GPU].
+// A target outside [0, V) gives a NaN loss: see Note [Bad indices on the GPU]. The
+// chunk's logits (and the transposed gradient) may be f32, bf16 or f16 (the kernels'
+// T): each is loaded into float and each gradient rounded once; lse, count and the loss
+// are FP32.
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cross_entropy.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
@@ -28,7 +32,8 @@ __global__ void count_kernel(const int32_t* targets, int ignore_index, int64_t n
 
 // Row i of the chunk: lse[i] = logsumexp(logits[i]); row_loss[i] = lse - logits[i, t]
 // (0 when ignored, NaN when t is out of range).
-__global__ void chunk_rows_kernel(const float* logits, const int32_t* targets, int ignore_index,
+template <typename T>
+__global__ void chunk_rows_kernel(const T* logits, const int32_t* targets, int ignore_index,
                                   float* lse, float* row_loss, int64_t V) {
   cuda::cross_entropy_row(logits + blockIdx.x * V, targets[blockIdx.x], ignore_index, V,
                           &lse[blockIdx.x], &row_loss[blockIdx.x]);
@@ -45,15 +50,17 @@ __global__ void chunk_mean_kernel(const float* row_loss, int64_t n, const float*
 }
 
 // Row i of the chunk, in place: logits -> grad_loss / count * (softmax - onehot(t)).
-__global__ void chunk_backward_kernel(float* logits, const int32_t* targets, const float* lse,
+template <typename T>
+__global__ void chunk_backward_kernel(T* logits, const int32_t* targets, const float* lse,
                                       const float* grad_loss, const float* count,
                                       int ignore_index, int64_t V) {
   const int32_t t = targets[blockIdx.x];
   const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
   const float l = lse[blockIdx.x];
-  float* row = logits + blockIdx.x * V;
+  T* row = logits + blockIdx.x * V;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-    row[j] = scale * (__expf(row[j] - l) - (j == t ? 1.0f : 0.0f));
+    const float p = __expf(static_cast<float>(row[j]) - l);
+    row[j] = static_cast<T>(scale * (p - (j == t ? 1.0f : 0.0f)));
   }
 }
 
@@ -62,7 +69,8 @@ __global__ void chunk_backward_kernel(float* logits, const int32_t* targets, con
 // transposed one through shared memory (a padded row keeps the column reads free of
 // bank conflicts). block = (32, 8).
 constexpr int kTransposeTile = 32;
-__global__ void chunk_backward_transposed_kernel(float* logits, float* transposed,
+template <typename T>
+__global__ void chunk_backward_transposed_kernel(T* logits, T* transposed,
                                                  const int32_t* targets, const float* lse,
                                                  const float* grad_loss, const float* count,
                                                  int ignore_index, int64_t n, int64_t V) {
@@ -75,14 +83,15 @@ __global__ void chunk_backward_transposed_kernel(float* logits, float* transpose
     if (i >= n || j >= V) continue;
     const int32_t t = targets[i];
     const float scale = t == ignore_index ? 0.0f : norm;
-    const float d = scale * (__expf(logits[i * V + j] - lse[i]) - (j == t ? 1.0f : 0.0f));
-    logits[i * V + j] = d;
+    const float x = static_cast<float>(logits[i * V + j]);
+    const float d = scale * (__expf(x - lse[i]) - (j == t ? 1.0f : 0.0f));
+    logits[i * V + j] = static_cast<T>(d);
     tile[y][threadIdx.x] = d;
   }
   __syncthreads();
   for (int y = threadIdx.y; y < kTransposeTile; y += blockDim.y) {
     const int64_t j = j0 + y, i = i0 + threadIdx.x;
-    if (i < n && j < V) transposed[j * n + i] = tile[threadIdx.x][y];
+    if (i < n && j < V) transposed[j * n + i] = static_cast<T>(tile[threadIdx.x][y]);
   }
 }
 
@@ -100,11 +109,14 @@ void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& target
                                       const Tensor& loss) {
   const int64_t n = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
-  Tensor row_loss = Tensor::Empty({n}, logits.options());  // (n)
-  chunk_rows_kernel<<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
-      logits.data_ptr<float>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
-      row_loss.data_ptr<float>(), V);
-  ZERO_CUDA_LAUNCH_CHECK();
+  Tensor row_loss = Tensor::Empty({n}, lse.options());  // (n) FP32
+  dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    chunk_rows_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
+        logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
+        row_loss.data_ptr<float>(), V);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
   chunk_mean_kernel<<<1, kReduceThreads, 0, cuda::current_stream()>>>(
       row_loss.data_ptr<float>(), n, count.data_ptr<float>(), loss.data_ptr<float>());
   ZERO_CUDA_LAUNCH_CHECK();
@@ -116,24 +128,28 @@ void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targe
                                        const Tensor& transposed) {
   const int64_t n = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
-  if (transposed.defined()) {
-    ZERO_CHECK(n <= int64_t{65535} * kTransposeTile,
-               "cross_entropy_chunk_backward: a transposed gradient takes chunks of at most ",
-               int64_t{65535} * kTransposeTile, " rows, got ", n);
-    const dim3 grid(static_cast<unsigned>((V + kTransposeTile - 1) / kTransposeTile),
-                    static_cast<unsigned>((n + kTransposeTile - 1) / kTransposeTile));
-    chunk_backward_transposed_kernel<<<grid, dim3(kTransposeTile, 8), 0,
-                                       cuda::current_stream()>>>(
-        logits.data_ptr<float>(), transposed.data_ptr<float>(), targets.data_ptr<int32_t>(),
-        lse.data_ptr<float>(), grad_loss.data_ptr<float>(), count.data_ptr<float>(),
-        ignore_index, n, V);
+  dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (transposed.defined()) {
+      ZERO_CHECK(n <= int64_t{65535} * kTransposeTile,
+                 "cross_entropy_chunk_backward: a transposed gradient takes chunks of at most ",
+                 int64_t{65535} * kTransposeTile, " rows, got ", n);
+      const dim3 grid(static_cast<unsigned>((V + kTransposeTile - 1) / kTransposeTile),
+                      static_cast<unsigned>((n + kTransposeTile - 1) / kTransposeTile));
+      chunk_backward_transposed_kernel<T><<<grid, dim3(kTransposeTile, 8), 0,
+                                            cuda::current_stream()>>>(
+          logits.data_ptr<T>(), transposed.data_ptr<T>(), targets.data_ptr<int32_t>(),
+          lse.data_ptr<float>(), grad_loss.data_ptr<float>(), count.data_ptr<float>(),
+          ignore_index, n, V);
+      ZERO_CUDA_LAUNCH_CHECK();
+      return;
+    }
+    chunk_backward_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0,
+                               cuda::current_stream()>>>(
+        logits.data_ptr<T>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
+        grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
     ZERO_CUDA_LAUNCH_CHECK();
-    return;
-  }
-  chunk_backward_kernel<<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
-      logits.data_ptr<float>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
-      grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
-  ZERO_CUDA_LAUNCH_CHECK();
+  });
 }
 
 }  // namespace

@@ -3,8 +3,12 @@
 // parameter tensors, many of them small (biases, LayerNorm vectors); one launch each
 // would cost more in launch overhead than in arithmetic. These kernels cover many
 // tensors per launch. They are the CUDA side of the optimiser kernels of tensor_ops.h.
+// Parameters and moments are FP32; each gradient (and each optional copy of an updated
+// parameter) has its own dtype, f32, bf16 or f16, recorded in the table, and every
+// block, which covers one tensor, picks its loop by it (with_dtype).
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
@@ -34,12 +38,15 @@ constexpr int kChunk = 4 * kBlock;  // elements per block: four per thread
 
 struct TensorTable {
   float* param[kMaxTensors];
-  float* grad[kMaxTensors];
+  void* grad[kMaxTensors];  // of grad_dtype
   float* exp_avg[kMaxTensors];
   float* exp_avg_sq[kMaxTensors];
+  void* copy[kMaxTensors];  // of copy_dtype; null for no copy of the updated param
   int64_t numel[kMaxTensors];
   float decay[kMaxTensors];             // 1 - lr * wd, or 1 without decay
   int32_t first_block[kMaxTensors + 1];  // prefix sums of the chunk counts
+  DataType grad_dtype[kMaxTensors];
+  DataType copy_dtype[kMaxTensors];
   int count;
 };
 
@@ -65,25 +72,52 @@ __device__ inline void locate(const TensorTable& table, int& tensor, int64_t& be
   end = min(begin + kChunk, table.numel[lo]);
 }
 
+// Calls f(p) with `ptr` cast to a pointer to the element type of `dtype` (a float type).
+template <typename F>
+__device__ inline void with_dtype(void* ptr, DataType dtype, F f) {
+  switch (dtype) {
+    case DataType::BF16: return f(static_cast<bf16*>(ptr));
+    case DataType::F16: return f(static_cast<f16*>(ptr));
+    default: return f(static_cast<float*>(ptr));
+  }
+}
+
+// The copy type of an entry without param_copy.
+struct NoCopy {};
+
 // ---------------------------------------------------------------- kernels
+
+// Elements [begin, end) of one tensor: G the gradient's type, C the copy's.
+template <typename G, typename C>
+__device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, float decay,
+                            const AdamWScalars& s, int64_t begin, int64_t end) {
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const float gi = static_cast<float>(g[i]);
+    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
+    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float pi = p[i] * decay - s.step_size * mi / (sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
+    p[i] = pi;
+    if constexpr (!std::is_same_v<C, NoCopy>) copy[i] = static_cast<C>(pi);
+  }
+}
 
 __global__ void adamw_multi_kernel(TensorTable table, AdamWScalars s) {
   int t;
   int64_t begin, end;
   locate(table, t, begin, end);
   float* p = table.param[t];
-  const float* g = table.grad[t];
   float* m = table.exp_avg[t];
   float* v = table.exp_avg_sq[t];
   const float decay = table.decay[t];
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float gi = g[i];
-    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
-    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] * decay - s.step_size * mi / (sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
-  }
+  with_dtype(table.grad[t], table.grad_dtype[t], [&](auto* g) {
+    if (table.copy[t] == nullptr) {
+      return adamw_range(p, g, m, v, static_cast<NoCopy*>(nullptr), decay, s, begin, end);
+    }
+    with_dtype(table.copy[t], table.copy_dtype[t],
+               [&](auto* c) { adamw_range(p, g, m, v, c, decay, s, begin, end); });
+  });
 }
 
 // One partial sum of squares per block, written to partials[block_offset + blockIdx.x].
@@ -92,9 +126,13 @@ __global__ void sum_of_squares_kernel(TensorTable table, float* partials, int64_
   int t;
   int64_t begin, end;
   locate(table, t, begin, end);
-  const float* g = table.grad[t];
   float acc = 0.0f;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) acc += g[i] * g[i];
+  with_dtype(table.grad[t], table.grad_dtype[t], [&](auto* g) {
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      const float gi = static_cast<float>(g[i]);
+      acc += gi * gi;
+    }
+  });
   acc = cuda::block_sum(acc, shared);
   if (threadIdx.x == 0) partials[block_offset + blockIdx.x] = acc;
 }
@@ -112,8 +150,12 @@ __global__ void scale_multi_kernel(TensorTable table, float factor) {
   int t;
   int64_t begin, end;
   locate(table, t, begin, end);
-  float* g = table.grad[t];
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) g[i] *= factor;
+  with_dtype(table.grad[t], table.grad_dtype[t], [&](auto* g) {
+    using T = std::remove_pointer_t<decltype(g)>;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      g[i] = static_cast<T>(static_cast<float>(g[i]) * factor);
+    }
+  });
 }
 
 // ---------------------------------------------------------------- launchers
@@ -157,9 +199,12 @@ void adamw_cuda(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) 
       tensors,
       [&](TensorTable& table, int i, const AdamWTensor& e) {
         table.param[i] = rows_of(e.param);
-        table.grad[i] = rows_of(e.grad);
+        table.grad[i] = e.grad.data();
+        table.grad_dtype[i] = e.grad.dtype();
         table.exp_avg[i] = rows_of(e.exp_avg);
         table.exp_avg_sq[i] = rows_of(e.exp_avg_sq);
+        table.copy[i] = e.param_copy.defined() ? e.param_copy.data() : nullptr;
+        table.copy_dtype[i] = e.param_copy.defined() ? e.param_copy.dtype() : DataType::F32;
         table.decay[i] = e.decay ? decay : 1.0f;
         return e.param.numel();
       },
@@ -174,12 +219,13 @@ Tensor sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
   cuda::set_device(tensors.front());
   int64_t total_blocks = 0;
   for (const Tensor& t : tensors) total_blocks += (t.numel() + kChunk - 1) / kChunk;
-  const TensorOption opt = tensors.front().options();
+  const TensorOption opt = TensorOption().OnDevice(tensors.front().device());  // FP32
   Tensor out = Tensor::Zeros({1}, opt);  // stays 0 when every tensor is empty
   if (total_blocks == 0) return out;
   Tensor partials = Tensor::Empty({total_blocks}, opt);
   auto add = [](TensorTable& table, int i, const Tensor& t) {
-    table.grad[i] = rows_of(t);
+    table.grad[i] = t.data();
+    table.grad_dtype[i] = t.dtype();
     return t.numel();
   };
   for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t before) {
@@ -197,7 +243,8 @@ void scale_cuda(const std::vector<Tensor>& tensors, float factor) {
   if (tensors.empty()) return;
   cuda::set_device(tensors.front());
   auto add = [](TensorTable& table, int i, const Tensor& t) {
-    table.grad[i] = rows_of(t);
+    table.grad[i] = t.data();
+    table.grad_dtype[i] = t.dtype();
     return t.numel();
   };
   for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t) {

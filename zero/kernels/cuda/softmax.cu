@@ -7,10 +7,13 @@
 // registers (up to kMaxVec float4 values) and only the final write goes
 // back to memory: one read and one write per element, the minimum possible.
 // Rows longer than kThreads * kMaxVec * 4 = 8192, or not float4-aligned, take the
-// general kernel, which re-reads the row (from L2 for rows of a few KB).
+// general kernel, which re-reads the row (from L2 for rows of a few KB). So do BF16 and
+// F16 rows: the general and backward kernels are templated on the element type T,
+// loading it into float and rounding each output once; the register path is FP32's.
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
@@ -58,36 +61,45 @@ __global__ void softmax_registers_kernel(const float* x, float* y, int64_t n) {
   }
 }
 
+// Element i of p as a float (exact for every T).
+template <typename T>
+__device__ inline float load(const T* p, int64_t i) {
+  return static_cast<float>(p[i]);
+}
+
 // Any row length: three passes over the row (max, sum, write).
-template <bool LOG>
-__global__ void softmax_general_kernel(const float* x, float* y, int64_t n) {
+template <bool LOG, typename T>
+__global__ void softmax_general_kernel(const T* x, T* y, int64_t n) {
   __shared__ float scratch[2][32];
-  const float* row = x + blockIdx.x * n;
-  float* out = y + blockIdx.x * n;
+  const T* row = x + blockIdx.x * n;
+  T* out = y + blockIdx.x * n;
   float m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, row[i]);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, load(row, i));
   m = cuda::block_max(m, scratch[0]);
   float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += __expf(row[i] - m);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += __expf(load(row, i) - m);
   s = cuda::block_sum(s, scratch[1]);
   const float log_s = __logf(s), inv_s = 1.0f / s;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    out[i] = LOG ? row[i] - m - log_s : __expf(row[i] - m) * inv_s;
+    const float v = load(row, i);
+    out[i] = static_cast<T>(LOG ? v - m - log_s : __expf(v - m) * inv_s);
   }
 }
 
 // softmax:     grad_x = y * (g - sum(g * y))
 // log-softmax: grad_x = g - exp(y) * sum(g)
-template <bool LOG>
-__global__ void softmax_backward_kernel(const float* y, const float* g, float* gx, int64_t n) {
+template <bool LOG, typename T>
+__global__ void softmax_backward_kernel(const T* y, const T* g, T* gx, int64_t n) {
   __shared__ float scratch[32];
   const int64_t base = blockIdx.x * n;
   float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += LOG ? g[base + i] : g[base + i] * y[base + i];
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    s += LOG ? load(g, base + i) : load(g, base + i) * load(y, base + i);
+  }
   s = cuda::block_sum(s, scratch);
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const float yi = y[base + i], gi = g[base + i];
-    gx[base + i] = LOG ? gi - __expf(yi) * s : yi * (gi - s);
+    const float yi = load(y, base + i), gi = load(g, base + i);
+    gx[base + i] = static_cast<T>(LOG ? gi - __expf(yi) * s : yi * (gi - s));
   }
 }
 
@@ -96,14 +108,20 @@ void launch_forward(const Tensor& x, const Tensor& y) {
   if (x.numel() == 0) return;
   cuda::set_device(x);
   const int64_t n = x.size(-1), rows = x.numel() / n;
-  if (n % 4 == 0 && n <= 4 * kMaxVec * kThreads && cuda::vec4_ok(x) && cuda::vec4_ok(y)) {
-    softmax_registers_kernel<LOG><<<static_cast<unsigned>(rows), kThreads, 0, cuda::current_stream()>>>(
+  const unsigned grid = static_cast<unsigned>(rows);
+  if (x.dtype() == DataType::F32 && n % 4 == 0 && n <= 4 * kMaxVec * kThreads &&
+      cuda::vec4_ok(x) && cuda::vec4_ok(y)) {
+    softmax_registers_kernel<LOG><<<grid, kThreads, 0, cuda::current_stream()>>>(
         x.data_ptr<float>(), y.data_ptr<float>(), n);
-  } else {
-    softmax_general_kernel<LOG><<<static_cast<unsigned>(rows), kThreads, 0, cuda::current_stream()>>>(
-        x.data_ptr<float>(), y.data_ptr<float>(), n);
+    ZERO_CUDA_LAUNCH_CHECK();
+    return;
   }
-  ZERO_CUDA_LAUNCH_CHECK();
+  dispatch_dtype<FloatTypes>(x.dtype(), LOG ? "log_softmax" : "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_general_kernel<LOG, T><<<grid, kThreads, 0, cuda::current_stream()>>>(
+        x.data_ptr<T>(), y.data_ptr<T>(), n);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
 }
 
 template <bool LOG>
@@ -111,9 +129,14 @@ void launch_backward(const Tensor& y, const Tensor& g, const Tensor& gx) {
   if (y.numel() == 0) return;
   cuda::set_device(y);
   const int64_t n = y.size(-1), rows = y.numel() / n;
-  softmax_backward_kernel<LOG><<<static_cast<unsigned>(rows), kThreads, 0, cuda::current_stream()>>>(
-      y.data_ptr<float>(), g.data_ptr<float>(), gx.data_ptr<float>(), n);
-  ZERO_CUDA_LAUNCH_CHECK();
+  dispatch_dtype<FloatTypes>(y.dtype(), LOG ? "log_softmax backward" : "softmax backward",
+                             [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_backward_kernel<LOG, T><<<static_cast<unsigned>(rows), kThreads, 0,
+                                      cuda::current_stream()>>>(
+        y.data_ptr<T>(), g.data_ptr<T>(), gx.data_ptr<T>(), n);
+    ZERO_CUDA_LAUNCH_CHECK();
+  });
 }
 
 void softmax_forward_cuda(const Tensor& x, const Tensor& y) { launch_forward<false>(x, y); }

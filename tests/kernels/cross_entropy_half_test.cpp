@@ -1,0 +1,146 @@
+// Tests of the cross-entropy kernels on BF16 and F16 logits (kernels/cross_entropy.cpp
+// and the chunked pieces of kernels/linear_cross_entropy.cpp): FP32 log-sum-exp and
+// loss, and gradients rounded once into the logits' dtype (also transposed), against
+// the FP32 kernels on the same rounded logits (Note [Testing a 16-bit kernel against
+// FP32] in half_support.h); a GPT-2-wide row whose sum only FP32 gets right; the checks.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/kernels/half_support.h"
+#include "tests/support/test_support.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+namespace {
+
+using testing::as;
+using testing::contains;
+using testing::cpu_f32;
+using testing::empty;
+using testing::error_message;
+using testing::expect_rounded_from;
+using testing::rounded_randn;
+
+class CrossEntropyHalfTest : public testing::DeviceTest {};
+
+constexpr DataType kHalfTypes[] = {DataType::BF16, DataType::F16};
+constexpr int kIgnore = -100;
+constexpr int64_t kRows = 37, kVocab = 300;
+
+// Targets spread over the vocabulary, every fifth row ignored.
+Tensor test_targets() {
+  std::vector<int32_t> t(kRows);
+  for (int i = 0; i < kRows; ++i) t[i] = i % 5 == 4 ? kIgnore : (53 * i + 7) % kVocab;
+  return Tensor::FromI32(t, {kRows});
+}
+
+TEST_P(CrossEntropyHalfTest, LossInFp32AndGradientsInTheLogitsDtype) {
+  const Tensor targets = test_targets();
+  const Tensor grad_loss = Tensor::Scalar(1.5f);
+  for (DataType dtype : kHalfTypes) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor logits = rounded_randn({kRows, kVocab}, dtype, 41, 3.0f);
+    const Tensor want_loss = Tensor::Empty({}), want_lse = Tensor::Empty({kRows});
+    const Tensor want_grad = Tensor::Empty({kRows, kVocab});
+    ops::cross_entropy_forward(logits, targets, kIgnore, want_loss, want_lse);
+    ops::cross_entropy_backward(logits, targets, want_lse, grad_loss, kIgnore, want_grad);
+
+    const Tensor lh = as(logits, dtype, device()), th = targets.To(device());
+    const Tensor loss = empty({}, DataType::F32, device()), lse = empty({kRows}, DataType::F32, device());
+    ops::cross_entropy_forward(lh, th, kIgnore, loss, lse);
+    expect_rounded_from(lse, want_lse);  // F32: far tighter than a 16-bit lse could be
+    expect_rounded_from(loss, want_loss);
+    const Tensor grad = empty({kRows, kVocab}, dtype, device());
+    ops::cross_entropy_backward(lh, th, lse, grad_loss.To(device()), kIgnore, grad);
+    expect_rounded_from(grad, want_grad);
+  }
+}
+
+TEST_P(CrossEntropyHalfTest, ChunksMatchTheFp32Chunks) {
+  const Tensor targets = test_targets();
+  const Tensor grad_loss = Tensor::Scalar(0.75f);
+  for (DataType dtype : kHalfTypes) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor logits = rounded_randn({kRows, kVocab}, dtype, 42, 3.0f);
+    // The FP32 reference, in two chunks of rows as the fused loss runs them.
+    const Tensor count = Tensor::Empty({});
+    ops::cross_entropy_count(targets, kIgnore, kVocab, count);
+    const Tensor want_loss = Tensor::Zeros({}), want_lse = Tensor::Empty({kRows});
+    const Tensor want_grad = logits.Clone(), want_t = Tensor::Empty({kVocab, kRows});
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 20}, {20, kRows}}) {
+      const Tensor chunk = want_grad.Slice(0, r0, r1), t = targets.Slice(0, r0, r1);
+      ops::cross_entropy_chunk_forward(chunk, t, kIgnore, count, want_lse.Slice(0, r0, r1),
+                                       want_loss);
+    }
+    ops::cross_entropy_chunk_backward(want_grad, targets, want_lse, grad_loss, count, kIgnore,
+                                      want_t);
+
+    const Tensor th = targets.To(device()), ch = empty({}, DataType::F32, device());
+    ops::cross_entropy_count(th, kIgnore, kVocab, ch);
+    EXPECT_EQ(ch.Item(), count.Item());
+    const Tensor grad = as(logits, dtype, device());
+    const Tensor loss = Tensor::Zeros({}, TensorOption().OnDevice(device()));
+    const Tensor lse = empty({kRows}, DataType::F32, device());
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 20}, {20, kRows}}) {
+      ops::cross_entropy_chunk_forward(grad.Slice(0, r0, r1), th.Slice(0, r0, r1), kIgnore, ch,
+                                       lse.Slice(0, r0, r1), loss);
+    }
+    expect_rounded_from(lse, want_lse);
+    expect_rounded_from(loss, want_loss);
+    const Tensor transposed = empty({kVocab, kRows}, dtype, device());
+    ops::cross_entropy_chunk_backward(grad, th, lse, grad_loss.To(device()), ch, kIgnore,
+                                      transposed);
+    expect_rounded_from(grad, want_grad);
+    expect_rounded_from(transposed, want_t);
+    // And without the transposed copy (another kernel on CUDA).
+    const Tensor grad2 = as(logits, dtype, device());
+    ops::cross_entropy_chunk_backward(grad2, th, lse, grad_loss.To(device()), ch, kIgnore);
+    expect_rounded_from(grad2, want_grad);
+  }
+}
+
+TEST_P(CrossEntropyHalfTest, WideRowSumsInFp32) {
+  // One GPT-2-wide row of zeros: lse = log(50304). Summed in 16 bits, exp(0) = 1 would
+  // stop adding at 256 (BF16) or 2048 (F16), giving log(256) or log(2048).
+  constexpr int64_t kWide = 50304;
+  for (DataType dtype : kHalfTypes) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor logits = empty({1, kWide}, dtype, device());
+    ops::fill(logits, 0.0f);
+    const Tensor targets = Tensor::FromI32({5}, {1}).To(device());
+    const Tensor loss = empty({}, DataType::F32, device()), lse = empty({1}, DataType::F32, device());
+    ops::cross_entropy_forward(logits, targets, kIgnore, loss, lse);
+    EXPECT_NEAR(lse.Item(), std::log(static_cast<double>(kWide)), 1e-5);
+    EXPECT_NEAR(loss.Item(), std::log(static_cast<double>(kWide)), 1e-5);
+  }
+}
+
+TEST_P(CrossEntropyHalfTest, ChecksNameTheDtypes) {
+  const Tensor logits = empty({2, 3}, DataType::BF16, device());
+  const Tensor targets = Tensor::FromI32({0, 1}, {2}).To(device());
+  const Tensor loss = empty({}, DataType::F32, device()), lse = empty({2}, DataType::F32, device());
+  const std::string lse16 = error_message([&] {
+    ops::cross_entropy_forward(logits, targets, kIgnore, loss, empty({2}, DataType::BF16, device()));
+  });
+  EXPECT_TRUE(contains(lse16, "lse of dtype f32, got bf16")) << lse16;
+  const std::string grad32 = error_message([&] {
+    ops::cross_entropy_backward(logits, targets, lse, loss, kIgnore,
+                                empty({2, 3}, DataType::F32, device()));
+  });
+  EXPECT_TRUE(contains(grad32, "grad_logits of dtype bf16, got f32")) << grad32;
+  const std::string ints = error_message([&] {
+    ops::cross_entropy_forward(empty({2, 3}, DataType::I32, device()), targets, kIgnore, loss, lse);
+  });
+  EXPECT_TRUE(contains(ints, "logits of dtype f32, bf16 or f16, got i32")) << ints;
+  const std::string t32 = error_message([&] {
+    ops::cross_entropy_chunk_backward(logits, targets, lse, loss, loss, kIgnore,
+                                      empty({3, 2}, DataType::F32, device()));
+  });
+  EXPECT_TRUE(contains(t32, "transposed of dtype bf16, got f32")) << t32;
+}
+
+ZERO_INSTANTIATE_DEVICE_TEST(CrossEntropyHalfTest);
+
+}  // namespace
+}  // namespace zero
