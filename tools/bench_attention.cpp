@@ -14,7 +14,7 @@
 #include <string>
 
 #include "tools/gpu_median.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 using namespace zero;
@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
                           {"char p=0", 64, 6, 256, 64, 0.0f},
                           {"gpt2", 8, 12, 1024, 64, 0.0f}};
   const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
-  std::printf("%-10s %-5s %18s %18s\n", "shape", "mode", "forward ms TF/s", "backward ms TF/s");
-  for (const char* mode : {"0", "tf32"}) {
+  std::printf("%-10s %-6s %18s %18s\n", "shape", "mode", "forward ms TF/s", "backward ms TF/s");
+  for (const char* mode : {"ieee", "3xtf32", "tf32"}) {
     if (!only_mode.empty() && only_mode != mode) continue;
-    ops::set_matmul_mode_override(mode);
+    set_matmul_precision(parse_matmul_precision(mode));
     for (const Shape& s : shapes) {
       if (!only_shape.empty() && only_shape != s.name) continue;
       const Tensor q = Tensor::Randn({s.B, s.H, s.T, s.D}, gpu);
@@ -54,10 +54,10 @@ int main(int argc, char** argv) {
       const float bwd = median_gpu_ms([&] {
         ops::attention_backward(q, k, v, out, lse, g, true, s.dropout, 7, 0, gq, gk, gv);
       });
-      std::printf("%-10s %-5s %8.3f %9.1f %8.3f %9.1f\n", s.name, mode, fwd,
+      std::printf("%-10s %-6s %8.3f %9.1f %8.3f %9.1f\n", s.name, mode, fwd,
                   2 * product_gflop / fwd, bwd, 5 * product_gflop / bwd);
     }
   }
-  ops::set_matmul_mode_override(nullptr);
+  clear_matmul_precision();
   return 0;
 }

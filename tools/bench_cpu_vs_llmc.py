@@ -8,10 +8,10 @@
 A training step is forward, backward, and the AdamW update, timed by each program around
 the step alone. Two models are compared:
 
-  quickstart  train_gpt's CPU model (chapters/09_gpt/train_gpt.cpp picks
+  quickstart  train_gpt's CPU model (chapters/11_gpt/train_gpt.cpp picks
               TrainConfig::SmallCpu in zero/train/config.cpp when there is no GPU):
               3 layers, 4 heads, 48 wide, block 64, batch 16, no dropout, and vocab 119,
-              the characters of train_gpt's built-in corpus (chapter 09's README shows
+              the characters of train_gpt's built-in corpus (chapter 11's README shows
               "vocab 119"). bench_train_step --preset small.
   char        TrainConfig::Reference, nanoGPT's shakespeare_char model: 6 layers, 6 heads,
               384 wide, block 256, vocab 65, but with batch --char-batch (default 4, not

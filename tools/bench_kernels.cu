@@ -20,7 +20,7 @@
 #include "tools/gpu_median.h"
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace {
@@ -107,12 +107,12 @@ int main(int argc, char** argv) {
   for (int si = 0; si < 2; ++si) {
     const int64_t g = gemm_sizes[si];
     Tensor ga = Tensor::Randn({g, g}, gpu), gb = Tensor::Randn({g, g}, gpu), gc = Tensor::Empty({g, g}, gpu);
-    const char* modes[2] = {"0", "tf32"};
+    const char* modes[2] = {"ieee", "tf32"};
     for (int mi = 0; mi < 2; ++mi) {
-      zero::ops::set_matmul_mode_override(modes[mi]);
+      zero::set_matmul_precision(zero::parse_matmul_precision(modes[mi]));
       gemm_ms[si][mi] = median_gpu_ms([&] { zero::ops::matmul(ga, gb, gc); }, warmup, reps);
     }
-    zero::ops::set_matmul_mode_override(nullptr);
+    zero::clear_matmul_precision();
   }
 
   if (json) {

@@ -15,7 +15,7 @@
 #include <cstdio>
 
 #include "tools/gpu_median.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/tensor_ops.h"
 
@@ -34,10 +34,10 @@ int main() {
       {"gpt2 c_fc", 8192, 768, 3072}, {"gpt2 mlp c_proj", 8192, 3072, 768},
       {"gpt2 lm_head", 1280, 768, 50304}};
   const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
-  std::printf("%-16s %-5s %18s %18s %18s %10s %10s\n", "shape", "mode", "forward ms TF/s",
+  std::printf("%-16s %-6s %18s %18s %18s %10s %10s\n", "shape", "mode", "forward ms TF/s",
               "grad_x ms TF/s", "grad_w,b ms TF/s", "split x ms", "split g ms");
-  for (const char* mode : {"ieee", "0", "tf32"}) {
-    ops::set_matmul_mode_override(mode);
+  for (const char* mode : {"ieee", "3xtf32", "tf32"}) {
+    set_matmul_precision(parse_matmul_precision(mode));
     for (const Shape& s : shapes) {
       const Tensor x = Tensor::Randn({s.n, s.in}, gpu), w = Tensor::Randn({s.out, s.in}, gpu);
       const Tensor b = Tensor::Randn({s.out}, gpu), g = Tensor::Randn({s.n, s.out}, gpu);
@@ -47,9 +47,9 @@ int main() {
       const float fwd = median_gpu_ms([&] { ops::linear_forward(x, w, b, y); });
       const float bx = median_gpu_ms([&] { ops::matmul(g, w, gx); });
       const float bw = median_gpu_ms([&] { ops::linear_backward_params(g, x, gw, gb); });
-      std::printf("%-16s %-5s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode, fwd,
+      std::printf("%-16s %-6s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode, fwd,
                   gflop / fwd, bx, gflop / bx, bw, gflop / bw);
-      if (std::string(mode) == "0") {
+      if (std::string(mode) == "3xtf32") {
         // x as the forward hands it to cuBLASLt (B, not transposed, in x n: already
         // K-major), and g as the weight gradient does (B, transposed: split and transposed).
         const float split_x = median_gpu_ms([&] {
@@ -63,6 +63,6 @@ int main() {
       std::printf("\n");
     }
   }
-  ops::set_matmul_mode_override(nullptr);
+  clear_matmul_precision();
   return 0;
 }

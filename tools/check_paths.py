@@ -5,7 +5,7 @@ Comments and READMEs point readers at other files ("Read next: nn/gpt.h"); after
 moved or renamed such a pointer sends the reader nowhere. This script reads every tracked
 source, script and Markdown file and checks three kinds of name:
 
-  - a path from the repository root: zero/core/tensor.h, chapters/09_gpt/README.md, tools/...
+  - a path from the repository root: zero/core/tensor.h, chapters/11_gpt/README.md, tools/...
   - a path that starts with a layer's folder: nn/gpt.h, kernels/cuda/blas.cu (from zero/,
     or from the folder of the file that names it)
   - a bare file name of a C++/CUDA source: tensor_context.cpp (it must exist somewhere)

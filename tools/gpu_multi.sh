@@ -20,7 +20,7 @@ if [ ! -f build/gpu/build.ninja ]; then
 fi
 cmake -S . -B build/gpu 2>&1 | grep -E "Zero: (NCCL|CUDA)" | tee "$out/multi_nccl.txt"
 cmake --build build/gpu -j"$(nproc)" --target autograd_tests data_tests distributed_tests train_tests \
-  ch09_gpt ch10_multi_gpu > "$out/multi_build.log" 2>&1 ||
+  ch11_gpt ch10_multi_gpu > "$out/multi_build.log" 2>&1 ||
   { grep -E "error|FAILED" "$out/multi_build.log" | head -40; exit 1; }
 status=0
 
@@ -47,7 +47,7 @@ if [ "$gpus" -ge 2 ]; then
 else  # a group of one through the same code path (the flags --nproc passes to each rank)
   args=(--device cuda:0 --rank 0 --world 1 --nccl-id-file "$run/nccl_id")
 fi
-if ! build/gpu/chapters/09_gpt/train_gpt "${args[@]}" --max-steps 100 --eval-every 50 \
+if ! build/gpu/chapters/11_gpt/train_gpt "${args[@]}" --max-steps 100 --eval-every 50 \
      --log-every 25 --samples 1 --out-dir "$run" > "$out/multi_train_gpt.txt" 2>&1; then
   echo "   FAILED (exit $?)"; status=1
 fi

@@ -20,6 +20,17 @@ gradient's max|diff| / max|grad| below 1e-3. Prints a table and PASS or FAIL (ex
 --backend numpy runs a float64 NumPy forward instead (no torch needed) and checks only the
 logits and the loss: the gradients need autograd. Exit code 77 (CTest: skipped) when the
 chosen backend's modules are missing.
+
+--table compares several files of the same model and batch (dump_gpt_step in each
+precision mode, on each device) with a float64 PyTorch model, next to PyTorch itself in
+FP32 (TF32 off) and in TF32, all on the same FP32 weights:
+
+  python3 tools/torch_reference.py --table /tmp/char_cpu.safetensors /tmp/char_ieee.safetensors ...
+
+Each row is one source: max|diff| / max|ref| of the logits and of the worst gradient
+against float64, and both over PyTorch FP32's. Zero's default (ieee on CUDA, and the CPU)
+must be within --within (2x) of PyTorch FP32 on the logits and the worst gradient, else
+exit 1. tools/gpu_precision.sh runs the whole comparison for the char and GPT-2 shapes.
 """
 import argparse
 import math
@@ -147,20 +158,22 @@ def torch_model(torch, cfg, dropout=0.0):
     return GPT()
 
 
-def run_torch(params, ids, targets, cfg):
-    """logits, loss and name -> gradient from PyTorch, as numpy arrays."""
+def run_torch(params, ids, targets, cfg, dtype="float32", tf32=False, quiet=False):
+    """logits, loss and name -> gradient from PyTorch, as numpy arrays, computed in `dtype`
+    (the FP32 weights converted) with TF32 on or off."""
     (torch,) = need(["torch"])
-    torch.backends.cuda.matmul.allow_tf32 = False  # FP32 products, like Zero's reference
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32  # off: FP32 products, like Zero's default
+    torch.backends.cudnn.allow_tf32 = tf32
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = torch_model(torch, cfg)
+    model = torch_model(torch, cfg).to(getattr(torch, dtype))
     shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     wrong = [f"{k}: file {tuple(v.shape)}, model {shapes[k]}" for k, v in params.items()
              if k in shapes and tuple(v.shape) != shapes[k]]
     if wrong:
         sys.exit("error: shapes differ:\n  " + "\n  ".join(wrong))
     # strict: every model parameter is in the file and every file parameter is used.
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in params.items()}, strict=True)
+    model.load_state_dict({k: torch.from_numpy(v).to(getattr(torch, dtype)) for k, v in params.items()},
+                          strict=True)
     model.to(device)
     ids_t = torch.from_numpy(ids).long().to(device)
     targets_t = torch.from_numpy(targets).long().to(device)
@@ -169,7 +182,8 @@ def run_torch(params, ids, targets, cfg):
                                              targets_t.reshape(-1))
     loss.backward()
     grads = {k: p.grad.detach().cpu().numpy() for k, p in model.named_parameters()}
-    print(f"PyTorch {torch.__version__} on {device}, FP32, TF32 off")
+    if not quiet:
+        print(f"PyTorch {torch.__version__} on {device}, FP32, TF32 off")
     return logits.detach().cpu().numpy(), loss.item(), grads
 
 
@@ -218,11 +232,69 @@ def run_numpy(params, ids, targets, cfg):
 
 # ------------------------------------------------------------------ comparison
 
+def errors(logits, grads, ref_logits, ref_grads):
+    """(logits error, worst gradient error, its name) against the reference."""
+    worst = max((rel_max(grads[k], ref_grads[k]), k) for k in ref_grads)
+    return rel_max(logits, ref_logits), worst[0], worst[1]
+
+
+def table(paths, within):
+    """One row per source against float64; exit status 1 if Zero's default is not within
+    `within` times PyTorch FP32's error on the logits and the worst gradient."""
+    import numpy as np
+    first, cfg, _ = read_step(paths[0])
+    params, _, ids, targets, _, _ = split(first)
+    del first
+    ref_logits, _, ref_grads = run_torch(params, ids, targets, cfg, "float64", quiet=True)
+    rows = []
+    for label, tf32 in (("PyTorch FP32 (TF32 off)", False), ("PyTorch TF32", True)):
+        logits, _, grads = run_torch(params, ids, targets, cfg, "float32", tf32, quiet=True)
+        rows.append((label, *errors(logits, grads, ref_logits, ref_grads), None))
+    for path in paths:
+        tensors, other_cfg, device = read_step(path)
+        p, g, other_ids, _, logits, _ = split(tensors)
+        same = other_cfg == cfg and np.array_equal(other_ids, ids) and all(
+            np.array_equal(p[k], params[k]) for k in params)
+        if not same:
+            sys.exit(f"error: {path} holds another model or batch than {paths[0]}")
+        from safetensors import safe_open
+        with safe_open(path, framework="numpy") as f:
+            precision = (f.metadata() or {}).get("precision", "?")
+        default = precision in ("ieee", "cpu")
+        label = f"Zero {device} {precision}" + (" (default)" if default else "")
+        rows.append((label, *errors(logits, g, ref_logits, ref_grads), default))
+    base_logits, base_grad = rows[0][1], rows[0][2]
+    shape = ", ".join(f"{k} {v}" for k, v in cfg.items())
+    print(f"max|diff| / max|float64| on {shape}, B {ids.shape[0]}, T {ids.shape[1]}")
+    print(f"{'source':<30} {'logits':>9} {'worst grad':>10} {'x FP32':>7} {'x FP32':>7}  worst tensor")
+    failed = []
+    for label, e_logits, e_grad, name, default in rows:
+        r_logits, r_grad = e_logits / base_logits, e_grad / base_grad
+        ok = not default or (r_logits <= within and r_grad <= within)
+        if not ok:
+            failed.append(label)
+        print(f"{label:<30} {e_logits:9.1e} {e_grad:10.1e} {r_logits:7.2f} {r_grad:7.2f}  {name}"
+              f"{'' if ok else '  <-- over ' + format(within, 'g') + 'x'}")
+    print("PASS: Zero's default within " + format(within, "g") + "x of PyTorch FP32" if not failed
+          else "FAIL: " + ", ".join(failed))
+    return 1 if failed else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", help="the file tools/dump_gpt_step wrote")
+    parser.add_argument("step", nargs="+", help="the file(s) tools/dump_gpt_step wrote")
     parser.add_argument("--backend", choices=("torch", "numpy"), default="torch")
+    parser.add_argument("--table", action="store_true",
+                        help="compare every file and PyTorch FP32/TF32 with a float64 model")
+    parser.add_argument("--within", type=float, default=2.0,
+                        help="--table: how many times PyTorch FP32's error Zero's default may have")
     args = parser.parse_args()
+    if args.table:
+        need(["torch", "numpy", "safetensors"])
+        return table(args.step, args.within)
+    if len(args.step) != 1:
+        parser.error("one step file, or --table with several")
+    args.step = args.step[0]
 
     tensors, cfg, zero_device = read_step(args.step)
     params, zero_grads, ids, targets, zero_logits, zero_loss = split(tensors)

@@ -17,7 +17,7 @@
 #include "zero/autograd/functional.h"
 #include "zero/core/cuda/cuda_check.cuh"
 #include "zero/core/stream.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace ch07 {
@@ -41,7 +41,7 @@ struct Mode {
 // does three TF32 products per product, so its peak is a third of TF32's.
 const Mode kModes[] = {
     {"FP32 SGEMM", "ieee", CUBLAS_COMPUTE_32F, true, false, kPeakFp32Tflops, 1e-5},
-    {"FP32 3xTF32", "0", CUBLAS_COMPUTE_32F, false, false, kPeakTf32Tflops / 3, 1e-5},
+    {"FP32 3xTF32", "3xtf32", CUBLAS_COMPUTE_32F, false, false, kPeakTf32Tflops / 3, 1e-5},
     {"TF32", "tf32", CUBLAS_COMPUTE_32F_FAST_TF32, true, false, kPeakTf32Tflops, 4e-3},
     {"FP16-compute", "1", CUBLAS_COMPUTE_32F, true, true, kPeakFp16Tflops, 4e-3},
 };
@@ -137,8 +137,8 @@ int gemm_modes(const Options& options, DirectCublas& direct) {
       "Peaks are H200 SXM datasheet figures (dense), assumptions rather than\n"
       "measurements: FP32 %.0f, TF32 %.0f, FP16 %.0f TFLOP/s. Error: worst of 64\n"
       "sampled entries against a double CPU dot product, divided by sum |a_ik b_kj|.\n"
-      "FP32 3xTF32 is Zero's default FP32 path (Note [FP32 GEMMs on TF32 Tensor Cores]):\n"
-      "three TF32 products per product, so its peak is TF32's / 3, %.0f TFLOP/s.\n",
+      "FP32 SGEMM is Zero's default; FP32 3xTF32 (MX_FAST_MATMUL=3xtf32, Note [FP32 GEMMs\n"
+      "on TF32 Tensor Cores]) makes three TF32 products per product: peak TF32's / 3, %.0f.\n",
       kPeakFp32Tflops, kPeakTf32Tflops, kPeakFp16Tflops, kPeakTf32Tflops / 3);
   const std::vector<int64_t> sizes =
       options.quick ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{4096, 8192};
@@ -155,7 +155,7 @@ int gemm_modes(const Options& options, DirectCublas& direct) {
                 "cuBLAS ms", "Zero/cuBLAS", "max error", "rel. diff FP32");
     Tensor c_fp32;
     for (const Mode& mode : kModes) {
-      zero::ops::set_matmul_mode_override(mode.env);
+      zero::set_matmul_precision(zero::parse_matmul_precision(mode.env));
       const Tensor c = zero::matmul(a, b);  // (n, n)
       const Tensor c_direct = Tensor::Empty({n, n}, cuda);
       if (mode.direct) direct.Gemm(a, b, c_direct, mode.compute, mode.half);
@@ -181,7 +181,7 @@ int gemm_modes(const Options& options, DirectCublas& direct) {
       std::printf(" %10.1e %14.1e%s\n", std::max(error, error_direct), rel,
                   ok ? "" : "  MISMATCH");
     }
-    zero::ops::set_matmul_mode_override(nullptr);
+    zero::clear_matmul_precision();
   }
   std::printf(
       "\nZero/cuBLAS is Zero's time over the direct call's: the target is <= 1.03.\n");
@@ -202,7 +202,7 @@ double copy_tbps(int64_t floats, int reps) {
 int gemv_to_gemm(const Options& options) {
   const int64_t K = options.quick ? 1024 : 4096, N = K;
   const int reps = options.quick ? 3 : 20;
-  zero::ops::set_matmul_mode_override("ieee");
+  zero::set_matmul_precision(zero::MatmulPrecision::kIeee);
   const double bw = copy_tbps(options.quick ? (1 << 22) : (1 << 28), reps);
   std::printf("\n== 4. GEMV -> GEMM: B decode steps against one weight W [%lld, %lld] (FP32)\n",
               static_cast<long long>(K), static_cast<long long>(N));
@@ -233,7 +233,7 @@ int gemv_to_gemm(const Options& options) {
     us.push_back(ms * 1e3);
     share.push_back(tflops(flops, ms) / roof);
   }
-  zero::ops::set_matmul_mode_override(nullptr);
+  zero::clear_matmul_precision();
   // What the rows say, from the rows: the model predicts a flat time up to the ridge.
   std::printf("Batch 1 -> 64: 64x the work in %.1fx the time (%.1f -> %.1f us); the share of\n"
               "the roofline reached ranges from %.0f%% to %.0f%%.\n",

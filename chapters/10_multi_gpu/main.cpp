@@ -7,7 +7,7 @@
 //    link the driver reports (one GPU: against a plain copy, since nothing moves).
 // 4. Tokens/s of GPT-2 124M training on 1 GPU, then on N, and the scaling efficiency.
 // Sections 3 and 4 on N GPUs start N copies of this program, one per GPU (ranks), with
-// train_gpt's launcher (chapters/09_gpt/launcher.h); rank 0 prints. Run: ch10_multi_gpu
+// this chapter's launcher (launcher.h); rank 0 prints. Run: ch10_multi_gpu
 // [--quick] [--gpus N]. Read next: gpu.cpp, zero/distributed/data_parallel.cpp, the README.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "chapters/09_gpt/launcher.h"  // one process per GPU, as for train_gpt --nproc
+#include "launcher.h"  // one process per GPU, as for train_gpt --nproc
 #include "gpu.h"
 #include "ring_allreduce.h"  // your exercise: solutions/ or exercises/10_multi_gpu
 #include "zero/core/device.h"
@@ -139,7 +139,7 @@ int launch(int gpus, const ch10::Options& options, const std::string& mode) {
                                    std::to_string(options.baseline_tps)};
   if (options.quick) args.push_back("--quick");
   const std::string logs = (std::filesystem::temp_directory_path() / "zero_ch10_ranks").string();
-  return ch09::launch_ranks(args, gpus, logs);
+  return ch10::launch_ranks(args, gpus, logs);
 }
 
 }  // namespace
@@ -153,11 +153,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 16));
   // What launch() tells each rank to do, beside the rank flags.
   app.add_option("--mode", options.mode, "the section a rank runs")
-      ->group(ch09::kRankGroup)
+      ->group(ch10::kRankGroup)
       ->check(CLI::IsMember({"bandwidth", "scaling"}));
   app.add_option("--baseline-tps", options.baseline_tps, "the 1-GPU tokens/s to compare with")
-      ->group(ch09::kRankGroup);
-  ch09::add_rank_flags(app, rank);
+      ->group(ch10::kRankGroup);
+  ch10::add_rank_flags(app, rank);
   CLI11_PARSE(app, argc, argv);
   try {
     if (rank.is_rank()) return run_rank(rank, options);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault injection on train_gpt (chapter 09): does a run survive what real machines do?
+"""Fault injection on train_gpt (chapter 11): does a run survive what real machines do?
 
 Each case runs the real program, CPU only, with a model small enough that a step takes
 milliseconds, and checks what it promises:

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "tests/support/test_support.h"
-#include "zero/kernels/matmul_mode.h"  // set_matmul_mode_override
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -102,10 +102,8 @@ class AttentionReferenceCudaTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
-    if (!ops::split_tf32_supported(0)) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80 or newer)";
-    ops::set_matmul_mode_override("0");  // exact mode (3xTF32), whatever MX_FAST_MATMUL says
+    if (!tf32_supported(0)) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80 or newer)";
   }
-  void TearDown() override { ops::set_matmul_mode_override(nullptr); }
 };
 
 TEST_P(AttentionReferenceCudaTest, ReferenceMatchesTheCpu) {
@@ -117,7 +115,12 @@ TEST_P(AttentionReferenceCudaTest, ReferenceMatchesTheCpu) {
 TEST_P(AttentionReferenceCudaTest, FastKernelsMatchTheReference) {
   const Case c = GetParam();
   const Inputs in = inputs(c);
-  expect_all_close(run_dispatch(c, in, Device::Cuda(0)), run_reference(c, in), kFastVsReference);
+  // Both FP32-accurate modes, whatever MX_FAST_MATMUL says.
+  for (const MatmulPrecision precision : {MatmulPrecision::kIeee, MatmulPrecision::kSplitTf32}) {
+    SCOPED_TRACE(matmul_precision_name(precision));
+    const ScopedMatmulPrecision guard(precision);
+    expect_all_close(run_dispatch(c, in, Device::Cuda(0)), run_reference(c, in), kFastVsReference);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

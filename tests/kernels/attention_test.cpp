@@ -9,7 +9,7 @@
 
 #include "tests/support/test_support.h"
 #include "zero/kernels/attention_dropout.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -172,10 +172,11 @@ TEST_P(AttentionTest, StridedOperandsMatchContiguous) {
   }
 }
 
-// The CUDA kernels in exact mode (3xTF32) and with MX_FAST_MATMUL=tf32 (one TF32
-// product, operands truncated to TF32) against the CPU's double accumulators, forward and
-// backward, with dropout, over several tiles of 64 and D = 64 (the GPT's head width).
-TEST(AttentionModesCudaTest, ExactAndTf32AgainstTheCpu) {
+// The CUDA kernels in each precision mode against the CPU's double accumulators, forward
+// and backward, with dropout, over several tiles of 64 and D = 64 (the GPT's head width):
+// ieee (FP32 FMAs, the default), 3xtf32 (three TF32 products) and tf32 (one, operands
+// truncated to TF32), each within its own bound and each a different computation.
+TEST(AttentionModesCudaTest, EveryModeAgainstTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   const int64_t B = 2, H = 2, T = 150, D = 64;
   constexpr float kP = 0.2f;
@@ -197,20 +198,24 @@ TEST(AttentionModesCudaTest, ExactAndTf32AgainstTheCpu) {
   };
   const std::vector<Tensor> want = run(Device::Cpu());
   const char* names[] = {"out", "dq", "dk", "dv"};
-  double exact_error[4];
-  ops::set_matmul_mode_override("0");
-  std::vector<Tensor> got = run(Device::Cuda(0));
+  const auto run_in = [&](MatmulPrecision precision) {
+    const ScopedMatmulPrecision guard(precision);
+    return run(Device::Cuda(0));
+  };
+  const std::vector<Tensor> ieee = run_in(MatmulPrecision::kIeee);
+  const std::vector<Tensor> split = run_in(MatmulPrecision::kSplitTf32);
+  const std::vector<Tensor> tf32 = run_in(MatmulPrecision::kTf32);
   for (int i = 0; i < 4; ++i) {
-    exact_error[i] = testing::max_relative_error(got[i], want[i]);
-    EXPECT_LT(exact_error[i], 1e-5) << names[i] << ", exact mode";
-  }
-  ops::set_matmul_mode_override("tf32");
-  got = run(Device::Cuda(0));
-  ops::set_matmul_mode_override(nullptr);
-  for (int i = 0; i < 4; ++i) {
-    const double error = testing::max_relative_error(got[i], want[i]);
-    EXPECT_LT(error, 1e-2) << names[i] << ", tf32 mode";
-    EXPECT_GT(error, 10 * exact_error[i]) << names[i] << ": tf32 mode ran the exact products";
+    const double e_ieee = testing::max_relative_error(ieee[i], want[i]);
+    const double e_split = testing::max_relative_error(split[i], want[i]);
+    const double e_tf32 = testing::max_relative_error(tf32[i], want[i]);
+    // FP32 arithmetic: a few FP32 roundings of the largest element (2^-24 = 6e-8).
+    EXPECT_LT(e_ieee, 2e-6) << names[i] << ", ieee mode";
+    EXPECT_LT(e_split, 1e-5) << names[i] << ", 3xtf32 mode";
+    EXPECT_LT(e_tf32, 1e-2) << names[i] << ", tf32 mode";
+    EXPECT_GT(e_tf32, 10 * e_split) << names[i] << ": tf32 mode ran the split products";
+    EXPECT_NE(ieee[i].Cpu().ToVector<float>(), split[i].Cpu().ToVector<float>())
+        << names[i] << ": ieee and 3xtf32 modes gave the same bits";
   }
 }
 

@@ -1,13 +1,13 @@
-// Tests of the CUDA GEMM compute modes (MX_FAST_MATMUL: exact FP32, SGEMM only, TF32,
+// Tests of the CUDA GEMM precision modes (MX_FAST_MATMUL: IEEE FP32, split TF32, TF32,
 // FP16 Tensor Cores with FP32 in and out) against the CPU GEMM, each under the tolerance
 // its arithmetic allows: FP32 rounds like the CPU; TF32 and FP16 keep 10-11 mantissa
 // bits of each operand, so relative errors near 1e-3 of the row's magnitude are expected.
-// These shapes are small enough for exact mode to stay SGEMM; split_tf32_test.cpp covers
+// These shapes are small enough for 3xtf32 mode to stay SGEMM; split_tf32_test.cpp covers
 // the large ones.
 #include <cmath>
 
 #include "tests/support/test_support.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -28,11 +28,11 @@ class MatmulModesCudaTest : public ::testing::TestWithParam<Mode> {
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   }
-  void TearDown() override { ops::set_matmul_mode_override(nullptr); }
+  void TearDown() override { clear_matmul_precision(); }
 };
 
 TEST_P(MatmulModesCudaTest, MatchesTheCpuGemmWithinTheModesTolerance) {
-  ops::set_matmul_mode_override(GetParam().name);
+  set_matmul_precision(parse_matmul_precision(GetParam().name));
   Generator gen(7);
   Tensor a = Tensor::Randn({3, 96, 200}, TensorOption(), &gen);
   Tensor b = Tensor::Randn({200, 130}, TensorOption(), &gen);
@@ -40,13 +40,14 @@ TEST_P(MatmulModesCudaTest, MatchesTheCpuGemmWithinTheModesTolerance) {
   const Tensor got = matmul(a.Cuda(), b.Cuda().Transpose(0, 1).Contiguous().Transpose(0, 1));
   const double err = max_relative_error(got.Cpu(), want);
   EXPECT_LT(err, GetParam().tolerance) << GetParam().name;
-  if (std::string(GetParam().name) != "0" && std::string(GetParam().name) != "ieee") {
+  const std::string name = GetParam().name;
+  if (name == "tf32" || name == "fp16") {
     EXPECT_GT(err, 1e-6) << "a reduced-precision mode should not be bit-exact FP32";
   }
 }
 
 TEST_P(MatmulModesCudaTest, GradientsMatchTheCpuWithinTheModesTolerance) {
-  ops::set_matmul_mode_override(GetParam().name);
+  set_matmul_precision(parse_matmul_precision(GetParam().name));
   Generator gen(8);
   Tensor a = Tensor::Randn({64, 48}, TensorOption(), &gen).SetRequiresGrad();
   Tensor b = Tensor::Randn({48, 80}, TensorOption(), &gen).SetRequiresGrad();
@@ -58,12 +59,12 @@ TEST_P(MatmulModesCudaTest, GradientsMatchTheCpuWithinTheModesTolerance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, MatmulModesCudaTest,
-                         ::testing::Values(Mode{"0", 1e-5}, Mode{"ieee", 1e-5}, Mode{"tf32", 5e-3},
+                         ::testing::Values(Mode{"ieee", 1e-5}, Mode{"3xtf32", 1e-5}, Mode{"tf32", 5e-3},
                                            Mode{"fp16", 5e-3}),
                          [](const ::testing::TestParamInfo<Mode>& info) {
                            const std::string n = info.param.name;
-                           return n == "0"      ? std::string("Fp32")
-                                  : n == "ieee" ? "Ieee"
+                           return n == "ieee"     ? std::string("Ieee")
+                                  : n == "3xtf32" ? "SplitTf32"
                                   : n == "tf32" ? "Tf32"
                                                 : "Fp16";
                          });

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "tests/support/test_support.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -68,20 +68,20 @@ class SplitTf32CudaTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
-    if (!ops::split_tf32_supported(0)) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80 or newer)";
+    if (!tf32_supported(0)) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80 or newer)";
   }
-  void TearDown() override { ops::set_matmul_mode_override(nullptr); }
+  void TearDown() override { clear_matmul_precision(); }
 };
 
 TEST_P(SplitTf32CudaTest, IsCloseToSgemmAndFarBetterThanTf32) {
   // 260 x 270 x 301: 21.1M multiply-adds, above kSplitMinMacs. No side is a multiple of
   // 32 (the transposing split's tile) and k is odd (the split's unvectorised path).
   const Tensor a = operand(260, 301, GetParam().a, 1), b = operand(301, 270, GetParam().b, 2);
-  ops::set_matmul_mode_override("0");
+  set_matmul_precision(MatmulPrecision::kSplitTf32);
   const Tensor split = matmul(a, b);
-  ops::set_matmul_mode_override("ieee");
+  set_matmul_precision(MatmulPrecision::kIeee);
   const Tensor sgemm = matmul(a, b);
-  ops::set_matmul_mode_override("tf32");
+  set_matmul_precision(MatmulPrecision::kTf32);
   const Tensor tf32 = matmul(a, b);
   const double e_split = error_against_double(split, a, b);
   const double e_sgemm = error_against_double(sgemm, a, b);
@@ -92,7 +92,7 @@ TEST_P(SplitTf32CudaTest, IsCloseToSgemmAndFarBetterThanTf32) {
   EXPECT_LT(e_split, 10 * e_sgemm) << "SGEMM's error: " << e_sgemm;
   EXPECT_GT(e_tf32, 20 * e_split) << "one TF32 product should be far less exact";
   EXPECT_NE(split.ToVector<float>(), sgemm.ToVector<float>())
-      << "exact mode ran SGEMM, not split TF32";
+      << "3xtf32 mode ran SGEMM, not split TF32";
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, SplitTf32CudaTest,
@@ -111,8 +111,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, SplitTf32CudaTest,
 TEST(SplitTf32AccumulateCudaTest, AddsTheProductToTheOutputInEveryMode) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   struct Mode { const char* name; double tolerance; };
-  for (const Mode mode : {Mode{"ieee", 1e-5}, Mode{"0", 1e-5}, Mode{"tf32", 5e-3}}) {
-    ops::set_matmul_mode_override(mode.name);
+  for (const Mode mode : {Mode{"ieee", 1e-5}, Mode{"3xtf32", 1e-5}, Mode{"tf32", 5e-3}}) {
+    set_matmul_precision(parse_matmul_precision(mode.name));
     const Tensor a = operand(264, 303, Layout::kTransposed, 11);
     const Tensor b = operand(303, 272, Layout::kContiguous, 12);
     const Tensor c = operand(264, 272, Layout::kContiguous, 13);
@@ -127,7 +127,7 @@ TEST(SplitTf32AccumulateCudaTest, AddsTheProductToTheOutputInEveryMode) {
     EXPECT_LT(testing::max_relative_error(twice, want_twice), mode.tolerance)
         << mode.name << ", tuned";
   }
-  ops::set_matmul_mode_override(nullptr);
+  clear_matmul_precision();
 }
 
 // The Linear layer's three GEMMs (forward through cuBLASLt with the bias epilogue,
@@ -135,7 +135,7 @@ TEST(SplitTf32AccumulateCudaTest, AddsTheProductToTheOutputInEveryMode) {
 // apart) against the same layer on the CPU.
 TEST(SplitTf32LinearCudaTest, ForwardAndGradientsMatchTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
-  ops::set_matmul_mode_override("0");
+  set_matmul_precision(MatmulPrecision::kSplitTf32);
   Generator gen(3);
   // 1024 x 512 x 384: 201M multiply-adds in each GEMM.
   const Tensor x = Tensor::Randn({1024, 384}, TensorOption(), &gen).SetRequiresGrad();
@@ -147,7 +147,7 @@ TEST(SplitTf32LinearCudaTest, ForwardAndGradientsMatchTheCpu) {
   const Tensor y = linear(x, w, bias), yc = linear(xc, wc, bc);  // (1024, 512)
   sum(y * r).Backward();
   sum(yc * r.Cuda()).Backward();
-  ops::set_matmul_mode_override(nullptr);
+  clear_matmul_precision();
   expect_close(yc.Detach().Cpu(), y.Detach(), 1e-4f, 1e-4f);
   expect_close(xc.Grad().Cpu(), x.Grad(), 1e-4f, 1e-4f);
   expect_close(wc.Grad().Cpu(), w.Grad(), 1e-4f, 1e-3f);
@@ -160,8 +160,8 @@ TEST(SplitTf32LinearCudaTest, ForwardAndGradientsMatchTheCpu) {
 TEST(LinearLongReductionCudaTest, WeightAndBiasGradientsMatchTheCpuInEveryMode) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   struct Mode { const char* name; double tolerance; };
-  for (const Mode mode : {Mode{"ieee", 1e-5}, Mode{"0", 1e-5}, Mode{"tf32", 5e-3}}) {
-    ops::set_matmul_mode_override(mode.name);
+  for (const Mode mode : {Mode{"ieee", 1e-5}, Mode{"3xtf32", 1e-5}, Mode{"tf32", 5e-3}}) {
+    set_matmul_precision(parse_matmul_precision(mode.name));
     for (const int64_t width : {64, 256}) {
       Generator gen(9);
       const Tensor g = Tensor::Randn({4096, width + 32}, TensorOption(), &gen);
@@ -177,7 +177,7 @@ TEST(LinearLongReductionCudaTest, WeightAndBiasGradientsMatchTheCpuInEveryMode) 
       EXPECT_LT(testing::max_relative_error(gbc, gb), 1e-5) << mode.name << ", width " << width;
     }
   }
-  ops::set_matmul_mode_override(nullptr);
+  clear_matmul_precision();
 }
 
 }  // namespace

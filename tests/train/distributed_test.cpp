@@ -1,7 +1,7 @@
 // Tests of multi-GPU training (zero/train/distributed.h): a group of one trains exactly
 // like a plain trainer (one GPU); and, on a machine with two GPUs, two ranks with batch B
-// follow the loss curve of one GPU with batch 2B (train_gpt end to end, through its
-// launcher, chapters/09_gpt/launcher.h, whose flags GptCliTest checks on any machine).
+// follow the loss curve of one GPU with batch 2B (train_gpt end to end, through chapter 10's
+// launcher, chapters/10_multi_gpu/launcher.h, whose flags GptCliTest checks on any machine).
 #include "zero/train/distributed.h"
 
 #include <gtest/gtest.h>

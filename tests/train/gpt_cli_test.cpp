@@ -1,5 +1,5 @@
-// Tests of the chapter 09 programs as a user runs them (train_gpt and sample_gpt, built
-// from chapters/09_gpt/): flags and files that must be refused exit with status 1 and a
+// Tests of the chapter 11 programs as a user runs them (train_gpt and sample_gpt, built
+// from chapters/11_gpt/): flags and files that must be refused exit with status 1 and a
 // message naming the flag or the file, before any training, never with an abort
 // ("terminate called") or a crash. A tiny CPU model keeps every run to a second or two.
 #include <gtest/gtest.h>
@@ -166,7 +166,7 @@ TEST(GptCliTest, FlagsOutOfRangeAreRefusedBeforeAnyWork) {
   expect_refused(train(dir, {{"--block-size", "1000"}}), {"(1000)", "--block-size"});
 }
 
-// The flags of --nproc (chapters/09_gpt/launcher.h): the ranks' own flags are checked
+// The flags of --nproc (chapters/10_multi_gpu/launcher.h): the ranks' own flags are checked
 // like any other and shown apart in --help; the launcher wants one GPU per process.
 TEST(GptCliTest, RankFlagsAndNprocAreCheckedBeforeAnyWork) {
   TempDir dir;

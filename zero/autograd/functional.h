@@ -114,10 +114,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_ind
 
 /// Matrix product `a[..., M, K] @ b[..., K, N]`; batch dimensions broadcast; a 1-d
 /// operand is not accepted (use `Unsqueeze`). On CUDA, the environment variable
-/// MX_FAST_MATMUL picks the arithmetic (chapter 07): unset or `0`, exact FP32, with large
-/// unbatched products run as three TF32 products on the Tensor Cores ("split TF32",
-/// about 6x SGEMM's error at K = 4096 and 20x less than TF32's); `ieee`, cuBLAS's SGEMM
-/// always; `tf32` or `fp16`, one Tensor-Core product in that precision.
+/// the precision mode (zero/kernels/precision.h: MX_FAST_MATMUL or set_matmul_precision)
+/// picks the arithmetic (chapter 07): by default IEEE FP32, cuBLAS's SGEMM; `3xtf32`,
+/// large unbatched products as three TF32 products on the Tensor Cores ("split TF32",
+/// about 6x SGEMM's error at K = 4096 and 20x less than TF32's); `tf32` or `fp16`, one
+/// Tensor-Core product in that precision.
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// @}
 
@@ -161,9 +162,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// from `gen`'s Philox stream (the default generator when null), which advances by
 /// about B*H*Tq*Tk words (`AttentionDropout::stream_words`); the backward regenerates it.
 /// 0 is exactly the attention without dropout.
-/// On CUDA the tile products run on the Tensor Cores: as three TF32 products each
-/// ("3xTF32", close to FP32's rounding) by default, as one TF32 product when
-/// MX_FAST_MATMUL is set to tf32 or fp16 (the mode of `matmul`, chapter 07).
+/// On CUDA the tile products follow the precision mode of `matmul`: FP32 fused
+/// multiply-adds by default, three TF32 Tensor-Core products each for `3xtf32`, one for
+/// `tf32` or `fp16` (Note [Tensor Cores in FP32] in kernels/cuda/attention_tf32.cuh).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = true,
                  float dropout_p = 0.0f, Generator* gen = nullptr);
 /// Causal self-attention straight from a GPT's packed projection: qkv [B, T, 3C] laid out

@@ -6,7 +6,7 @@
 /// next loop starts at once. On a machine with cores to spare that costs nothing. On a
 /// small one shared with other work it is ruinous: the spinning workers take the cores
 /// the main thread and the other programs need, and each parallel loop then waits for a
-/// worker that is not running. Chapter 09's CPU run measured it (its README has the
+/// worker that is not running. Chapter 11's CPU run measured it (its README has the
 /// figures). `OMP_WAIT_POLICY=passive` makes waiting threads sleep instead, but libgomp
 /// reads its environment once, in a constructor that runs before `main`, and has no call
 /// that changes it later: a `setenv` in the program comes too late.

@@ -3,51 +3,14 @@
 // broadcast (NumPy rules). The CPU kernel is matmul_cpu (cpu/matmul_cpu.cpp); the
 // autograd op (autograd/ops/matmul_op.cpp) sizes its output with matmul_shape.
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
-#include "zero/kernels/matmul_mode.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(matmul);
-
-namespace {
-
-MatmulMode parse_mode(const char* mode) {
-  if (mode == nullptr || !std::strcmp(mode, "") || !std::strcmp(mode, "0")) {
-    return MatmulMode::kSplit;
-  }
-  if (!std::strcmp(mode, "ieee")) return MatmulMode::kIeee;
-  if (!std::strcmp(mode, "tf32")) return MatmulMode::kTf32;
-  if (!std::strcmp(mode, "1") || !std::strcmp(mode, "fp16")) return MatmulMode::kFp16;
-  ZERO_CHECK(false, "MX_FAST_MATMUL must be 0, ieee, 1, fp16 or tf32, got \"", mode, "\"");
-  return MatmulMode::kSplit;
-}
-
-// -1: no override; otherwise a MatmulMode set by set_matmul_mode_override.
-std::atomic<int> mode_override{-1};
-
-}  // namespace
-
-MatmulMode matmul_mode() {
-  static const MatmulMode from_env = parse_mode(std::getenv("MX_FAST_MATMUL"));
-  const int forced = mode_override.load(std::memory_order_relaxed);
-  return forced < 0 ? from_env : static_cast<MatmulMode>(forced);
-}
-
-void set_matmul_mode_override(const char* mode) {
-  mode_override.store(mode == nullptr ? -1 : static_cast<int>(parse_mode(mode)),
-                      std::memory_order_relaxed);
-}
-
-bool split_tf32_supported(int device) {
-  return cuda_built() && cuda_compute_capability(device) >= 80;
-}
 
 Shape matmul_shape(const Shape& a, const Shape& b) {
   const auto both = [&] { return shape_to_string(a) + " @ " + shape_to_string(b); };

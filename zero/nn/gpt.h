@@ -10,7 +10,7 @@
 ///
 /// Generation reuses the same layers through a `KVCache`: each step feeds only the new
 /// tokens and attends over the keys and values already computed.
-/// Read next: nn/block.h, optim/adamw.h, the GPT chapter (chapters/09_gpt).
+/// Read next: nn/block.h, optim/adamw.h, the GPT chapter (chapters/11_gpt).
 #pragma once
 
 #include <cstdint>

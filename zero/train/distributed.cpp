@@ -1,7 +1,7 @@
 // Group start-up and the worker loop of multi-GPU training (distributed.h), and
 // Trainer::EnableDataParallel, which lives here with the rest of the data-parallel wiring
-// rather than in trainer.cpp. The processes themselves are started by the program's own
-// launcher (chapters/09_gpt/launcher.h).
+// rather than in trainer.cpp. The processes themselves are started by chapter 10's
+// launcher (chapters/10_multi_gpu/launcher.h), which train_gpt's --nproc uses too.
 #include "zero/train/distributed.h"
 
 #include <csignal>

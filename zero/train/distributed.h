@@ -2,9 +2,9 @@
 /// Data-parallel training on the GPUs of one host, one process per GPU: joining the
 /// group, and the loop of the ranks other than 0.
 ///
-/// Each process is a rank started by a launcher (train_gpt's `--nproc N`,
-/// chapters/09_gpt/launcher.h, which also passes `--rank`, `--world` and
-/// `--nccl-id-file`). Each rank joins the NCCL group (`join_group`), shards its batches
+/// Each process is a rank started by a launcher (chapters/10_multi_gpu/launcher.h, behind
+/// chapter 10's program and train_gpt's `--nproc N`, which also passes `--rank`, `--world`
+/// and `--nccl-id-file`). Each rank joins the NCCL group (`join_group`), shards its batches
 /// and all-reduces its gradients (`Trainer::EnableDataParallel`). Rank 0 alone prints,
 /// logs, evaluates, samples and saves; the other ranks only train (`run_worker`).
 /// Chapter 10's README explains why N ranks with batch B follow the loss curve of one

@@ -7,8 +7,8 @@
 /// largest (so one unlucky draw cannot pick a token the model thinks absurd), and
 /// draws from the softmax of what is left with one uniform number. `generate` decodes
 /// B sequences as one batch: each step feeds B new tokens through the model at once, so
-/// every weight read from memory serves B tokens instead of one (chapter 09 works out
-/// what that does to arithmetic intensity). Read next: chapters/09_gpt/README.md.
+/// every weight read from memory serves B tokens instead of one (chapter 11 works out
+/// what that does to arithmetic intensity). Read next: chapters/11_gpt/README.md.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +22,8 @@
 namespace zero::train {
 
 /// Picks one token id given the logits of one position, a temperature, a top-k and a
-/// uniform number u in [0, 1). `sample_token` below is one; chapter 09 passes the
-/// learner's own (exercise ex09.1) to `generate`.
+/// uniform number u in [0, 1). `sample_token` below is one; chapter 11 passes the
+/// learner's own (exercise ex11.1) to `generate`.
 using TokenSampler = std::function<int32_t(const float* logits, int64_t vocab, float temperature,
                                            int64_t top_k, float u)>;
 

@@ -8,7 +8,7 @@
 /// evaluations differ only because the model did). `Save` / `Resume` go through
 /// checkpoint.h; a resumed run continues with exactly the batches, dropout masks and
 /// optimizer moments the uninterrupted run would have used, so its losses are
-/// identical bit for bit on the same machine. Read next: chapters/09_gpt/train_gpt.cpp.
+/// identical bit for bit on the same machine. Read next: chapters/11_gpt/train_gpt.cpp.
 #pragma once
 
 #include <cstdint>

@@ -16,7 +16,7 @@ constexpr int64_t kParallelGrain = 1 << 15;
 // element (a dense add, a fill), which one core runs at cache speed: 256K elements
 // take it some 40 us, about what waking a sleeping worker costs on a small virtual
 // machine (use_passive_openmp_wait, kernels/cpu_threads.h). Below that, two threads
-// were slower than one in the measurement of chapter 09's README.
+// were slower than one in the measurement of chapter 11's README.
 constexpr int64_t kCheapLoopGrain = 1 << 18;
 
 // True when `t` is contiguous and has exactly `sizes` (no broadcasting needed).

@@ -26,13 +26,13 @@ using namespace cuda::flash;
 // too; exact mode's split operands need more (ptxas spills at three), so it runs two.
 template <int kD>
 constexpr bool kQueryInRegisters = kD <= 64;
-template <int kD, bool kExact>
-constexpr int kForwardBlocks = kQueryInRegisters<kD> && !kExact ? 3 : 2;
+template <int kD, Arith kA>
+constexpr int kForwardBlocks = kQueryInRegisters<kD> && kA == Arith::kTf32 ? 3 : 2;
 template <int kD>
 constexpr int kForwardTiles = kQueryInRegisters<kD> ? 4 : 5;
 
-template <int kD, bool kExact>
-__global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attention_forward_kernel(
+template <int kD, Arith kA>
+__global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_forward_kernel(
     In q, In k, In v, Out out, float* lse, int H, int Tq, int Tk, int D, float scale,
     bool causal, bool async, AttentionDropout drop) {
   extern __shared__ float smem[];
@@ -83,12 +83,12 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attent
       } else {
         a_rows<kD>(a, qs, r0, kk);
       }
-      const Tf32<kExact, 4> fa = split<kExact>(a);
+      const Operand<kA, 4> fa = operand<kA>(a);
 #pragma unroll
       for (int j = 0; j < kSteps; ++j) {
         float b[2];
         b_cols<kD>(b, ks(buf), 8 * j, kk);
-        mma<kExact>(s[j], fa, split<kExact>(b));
+        mma<kA>(s[j], fa, operand<kA>(b));
       }
     }
     // Online softmax of the thread's two rows (s[j][e] is row rows[e / 2]); the other
@@ -96,10 +96,10 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attent
     // softmax in registers]). Then O += P V, P's accumulator used as the A operand as it
     // is (Note [Tensor-Core fragments]).
     float m_use[2], alpha[2];
-    softmax_max_step(s, m, m_use, alpha, rows, k0, Tq, Tk, causal, scale);
-    softmax_sum_step(s, l, m_use, alpha, rows, k0, bh, drop);
+    softmax_max_step<kA>(s, m, m_use, alpha, rows, k0, Tq, Tk, causal, scale);
+    softmax_sum_step<kA>(s, l, m_use, alpha, rows, k0, bh, drop);
     softmax_rescale<kD>(o, alpha);
-    times_tile<kD, kExact>(o, s, vs(buf));
+    times_tile<kD, kA>(o, s, vs(buf));
     __syncthreads();  // every warp is done with ks(buf), vs(buf): the next load may reuse them
   }
   float* op = out.slice(bh, H);
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kExact>)) attent
 // ---------------------------------------------------------------------------------
 // Launcher
 
-template <int kD, bool kExact>
+template <int kD, Arith kA>
 void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
              const AttentionDropout& drop, const Tensor& out, const Tensor& lse) {
   const int64_t bh = q.size(0) * q.size(1);
@@ -129,10 +129,10 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
   const size_t smem = smem_bytes<kD>(kForwardTiles<kD>, 0);
-  ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD, kExact>,
+  ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD, kA>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));
-  attention_forward_kernel<kD, kExact><<<grid, kThreads, smem, cuda::current_stream()>>>(
+  attention_forward_kernel<kD, kA><<<grid, kThreads, smem, cuda::current_stream()>>>(
       in_view(q), in_view(k), in_view(v), out_view(out), lse.data_ptr<float>(), H, Tq, Tk, D,
       1.0f / std::sqrt(static_cast<float>(D)), causal, async_ok(D, {&q, &k, &v}), drop);
   ZERO_CUDA_LAUNCH_CHECK();
@@ -144,8 +144,8 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  dispatch(q.size(3), [&](auto width, auto exact) {
-    forward<decltype(width)::value, decltype(exact)::value>(q, k, v, causal, drop, out, lse);
+  dispatch(q.size(3), [&](auto width, auto arith) {
+    forward<decltype(width)::value, decltype(arith)::value>(q, k, v, causal, drop, out, lse);
   });
 }
 

@@ -5,7 +5,7 @@
 //
 //   attention_views.cuh            the operands as strided views of the GPT's packed qkv
 //   attention_tiles.cuh            64-row tiles in shared memory, loaded with cp.async
-//   attention_tf32.cuh             mma.sync on TF32, and 3xTF32 for FP32 accuracy
+//   attention_tf32.cuh             the tile product: FP32 FMAs, 3xTF32 or one TF32 mma
 //   attention_fragments.cuh        which thread holds which element; acc += P B
 //   attention_softmax.cuh          the online softmax in registers; the causal mask
 //   attention_dropout_squares.cuh  one Philox block per 2 x 2 square of probabilities
@@ -56,8 +56,8 @@
 #include "zero/kernels/cuda/attention_tf32.cuh"
 #include "zero/kernels/cuda/attention_tiles.cuh"
 #include "zero/kernels/cuda/attention_views.cuh"
-#include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/precision.h"
 
 namespace zero::ops::cuda::flash {
 
@@ -85,17 +85,18 @@ inline size_t smem_bytes(int tiles, int vectors) {
   return sizeof(float) * (tiles * kTile * kLd<kD> + vectors * kTile);
 }
 
-// Exact FP32 (3xTF32) unless MX_FAST_MATMUL asks for Tensor-Core speed.
-inline bool exact_mode() { return compute_type() == CUBLAS_COMPUTE_32F; }
-
-// Calls f(width, exact) with std::integral_constant arguments: the compiled width that
-// fits D and whether the precision mode is exact.
+// Calls f(width, arith) with std::integral_constant arguments: the compiled width that
+// fits D and the Arith of the precision mode (Note [Tensor Cores in FP32]).
 template <typename F>
 void dispatch(int64_t D, F&& f) {
-  const bool exact = exact_mode();
   const auto with = [&](auto width) {
-    if (exact) return f(width, std::true_type{});
-    f(width, std::false_type{});
+    switch (matmul_precision()) {
+      case MatmulPrecision::kIeee:
+        return f(width, std::integral_constant<Arith, Arith::kFp32>{});
+      case MatmulPrecision::kSplitTf32:
+        return f(width, std::integral_constant<Arith, Arith::kSplitTf32>{});
+      default: return f(width, std::integral_constant<Arith, Arith::kTf32>{});
+    }
   };
   if (D <= 32) return with(std::integral_constant<int, 32>{});
   if (D <= 64) return with(std::integral_constant<int, 64>{});

@@ -39,7 +39,7 @@ __global__ void attention_delta_kernel(In grad_out, In out, float* delta, int64_
 // s[j] += A B^T and d[j] += C D^T for a warp's 16 rows r0.. of shared tiles A and C
 // against all 64 rows of shared tiles B and D: the two score-like products of the
 // backward (S and dP, or their transposes).
-template <int kD, bool kExact>
+template <int kD, Arith kA>
 __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* a, const float* b,
                            const float* c, const float* dd, int r0) {
 #pragma unroll
@@ -47,19 +47,19 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* 
     float fa[4], fc[4];
     a_rows<kD>(fa, a, r0, kk);
     a_rows<kD>(fc, c, r0, kk);
-    const Tf32<kExact, 4> ta = split<kExact>(fa), tc = split<kExact>(fc);
+    const Operand<kA, 4> ta = operand<kA>(fa), tc = operand<kA>(fc);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
       float fb[2], fd[2];
       b_cols<kD>(fb, b, 8 * j, kk);
       b_cols<kD>(fd, dd, 8 * j, kk);
-      mma<kExact>(s[j], ta, split<kExact>(fb));
-      mma<kExact>(d[j], tc, split<kExact>(fd));
+      mma<kA>(s[j], ta, operand<kA>(fb));
+      mma<kA>(d[j], tc, operand<kA>(fd));
     }
   }
 }
 
-template <int kD, bool kExact>
+template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_k,
     Out grad_v, int H, int Tq, int Tk, int D, float scale, bool causal, bool async,
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     wait_tiles<1>();
     __syncthreads();
     float st[kSteps][4] = {}, dpt[kSteps][4] = {};  // S^T = K Q^T, dP^T = V dO^T
-    two_scores<kD, kExact>(st, dpt, ks, qs(buf), vs, dos(buf), r0);
+    two_scores<kD, kA>(st, dpt, ks, qs(buf), vs, dos(buf), r0);
     const float* lse_b = lse_s(buf);
     const float* delta_b = delta_s(buf);
 #pragma unroll
@@ -117,21 +117,21 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
       for (int e = 0; e < 4; ++e) {
         const int key = k0 + r0 + 2 * g + e / 2, c = 8 * j + 2 * t + e % 2, i = q0 + c;
         const bool seen = visible(i, key, Tq, Tk, causal);
-        const float p = seen ? __expf(st[j][e] * scale - lse_b[c]) : 0.0f;
+        const float p = seen ? exp_of<kA>(st[j][e] * scale - lse_b[c]) : 0.0f;
         const float fe = f[2 * (e % 2) + e / 2];
         st[j][e] = p * fe;                                // Z^T
         dpt[j][e] = p * (dpt[j][e] * fe - delta_b[c]);    // dS^T
       }
     }
-    times_tile<kD, kExact>(dv, st, dos(buf));   // dV += Z^T dO
-    times_tile<kD, kExact>(dk, dpt, qs(buf));   // dK += dS^T Q
+    times_tile<kD, kA>(dv, st, dos(buf));   // dV += Z^T dO
+    times_tile<kD, kA>(dk, dpt, qs(buf));   // dK += dS^T Q
     __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
   }
   store_acc<kD>(grad_k.slice(bh, H), grad_k.row, dk, scale, k0 + r0, Tk, D);
   store_acc<kD>(grad_v.slice(bh, H), grad_v.row, dv, 1.0f, k0 + r0, Tk, D);
 }
 
-template <int kD, bool kExact>
+template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
     In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_q, int H,
     int Tq, int Tk, int D, float scale, bool causal, bool async, AttentionDropout drop) {
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
                        D, async);
     __syncthreads();
     float s[kSteps][4] = {}, dp[kSteps][4] = {};  // S = Q K^T, dP = dO V^T
-    two_scores<kD, kExact>(s, dp, qs, ks(buf), dos, vs(buf), r0);
+    two_scores<kD, kA>(s, dp, qs, ks(buf), dos, vs(buf), r0);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
       float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
@@ -177,11 +177,11 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
       for (int e = 0; e < 4; ++e) {
         const int x = e / 2, key = k0 + 8 * j + 2 * t + e % 2;
         const bool seen = visible(rows[x], key, Tq, Tk, causal);
-        const float p = seen ? __expf(s[j][e] * scale - row_lse[x]) : 0.0f;
+        const float p = seen ? exp_of<kA>(s[j][e] * scale - row_lse[x]) : 0.0f;
         s[j][e] = p * (dp[j][e] * f[e] - row_delta[x]);  // dS
       }
     }
-    times_tile<kD, kExact>(dq, s, ks(buf));  // dQ += dS K
+    times_tile<kD, kA>(dq, s, ks(buf));  // dQ += dS K
     __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
   }
   store_acc<kD>(grad_q.slice(bh, H), grad_q.row, dq, scale, q0 + r0, Tq, D);
@@ -196,7 +196,7 @@ void allow_smem(Kernel kernel, size_t bytes) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <int kD, bool kExact>
+template <int kD, Arith kA>
 void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
               const Tensor& lse, const Tensor& grad_out, bool causal, const AttentionDropout& drop,
               const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
@@ -215,9 +215,9 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   }
   const bool async = async_ok(D, {&q, &k, &v, &grad_out});
   const size_t smem_kv = smem_bytes<kD>(6, 4);
-  allow_smem(attention_backward_dkdv_kernel<kD, kExact>, smem_kv);
+  allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
-  attention_backward_dkdv_kernel<kD, kExact>
+  attention_backward_dkdv_kernel<kD, kA>
       <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
           in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
           delta.data_ptr<float>(), out_view(grad_k), out_view(grad_v), H, Tq, Tk, D, scale,
@@ -225,9 +225,9 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
   const size_t smem_q = smem_bytes<kD>(6, 0);
-  allow_smem(attention_backward_dq_kernel<kD, kExact>, smem_q);
+  allow_smem(attention_backward_dq_kernel<kD, kA>, smem_q);
   const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
-  attention_backward_dq_kernel<kD, kExact>
+  attention_backward_dq_kernel<kD, kA>
       <<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
           in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
           delta.data_ptr<float>(), out_view(grad_q), H, Tq, Tk, D, scale, causal, async, drop);
@@ -241,8 +241,8 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  dispatch(q.size(3), [&](auto width, auto exact) {
-    backward<decltype(width)::value, decltype(exact)::value>(q, k, v, out, lse, grad_out, causal,
+  dispatch(q.size(3), [&](auto width, auto arith) {
+    backward<decltype(width)::value, decltype(arith)::value>(q, k, v, out, lse, grad_out, causal,
                                                             drop, grad_q, grad_k, grad_v);
   });
 }

@@ -62,19 +62,19 @@ __device__ inline void acc_as_a(float a[4], const float c[4]) {
 // acc[n] += P B for P a warp's 16 x 64 accumulators (keys 8j.. in p[j]) and B a 64 x kD
 // shared tile: O += P V in the forward, dV += Z^T dO, dK += dS^T Q and dQ += dS K in the
 // backward. Each A fragment is split once and used against all kD / 8 column steps.
-template <int kD, bool kExact>
+template <int kD, Arith kA>
 __device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4],
                                   const float* b) {
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
     float a[4];
     acc_as_a(a, p[j]);
-    const Tf32<kExact, 4> ta = split<kExact>(a);
+    const Operand<kA, 4> ta = operand<kA>(a);
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {
       float fb[2];
       b_rows<kD>(fb, b, 8 * j, 8 * n);
-      mma<kExact>(acc[n], ta, split<kExact>(fb));
+      mma<kA>(acc[n], ta, operand<kA>(fb));
     }
   }
 }

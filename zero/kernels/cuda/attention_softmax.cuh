@@ -18,8 +18,8 @@
 // __shfl_xor_sync steps across the quad (lanes 1 and 2 apart). Masked scores are -inf
 // and get probability 0. Every real row sees key 0, but the padding rows of the last
 // query tile (past Tq) see no key at all and keep m = -inf; their exponents subtract 0
-// instead (`m_use`), so exp(-inf - -inf) never makes a NaN. The exponentials are __expf,
-// the fast hardware approximation; the reference kernel's expf is the accurate one.
+// instead (`m_use`), so exp(-inf - -inf) never makes a NaN. The exponentials are exp_of:
+// the accurate expf in FP32 mode, the fast hardware __expf in the Tensor-Core modes.
 //
 // With dropout the sum l takes the undropped P while V meets P * F (Note [Attention
 // dropout squares]). The backward needs no running statistics: both of its kernels
@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "zero/kernels/attention_dropout.h"
+#include "zero/kernels/cuda/attention_tf32.cuh"
 #include "zero/kernels/cuda/attention_tiles.cuh"
 
 namespace zero::ops::cuda::flash {
@@ -56,6 +57,7 @@ __device__ inline float quad_sum(float x) {
 // rows `rows`, s[j][e] being row rows[e / 2], key k0 + 8j + 2t + e % 2), masks invisible
 // ones to -inf, and moves the running maximum m of each row to cover the tile. Gives the
 // rescaling factor alpha = e^(m_old - m_new) and m_use, the maximum the exponents subtract.
+template <Arith kA>
 __device__ inline void softmax_max_step(float s[kSteps][4], float m[2], float m_use[2],
                                         float alpha[2], const int rows[2], int k0, int Tq,
                                         int Tk, bool causal, float scale) {
@@ -75,13 +77,14 @@ __device__ inline void softmax_max_step(float s[kSteps][4], float m[2], float m_
     tile_max[x] = quad_max(tile_max[x]);
     const float m_new = fmaxf(m[x], tile_max[x]);
     m_use[x] = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key
-    alpha[x] = __expf(m[x] - m_use[x]);
+    alpha[x] = exp_of<kA>(m[x] - m_use[x]);
     m[x] = m_new;
   }
 }
 
 // The forward's second step: s becomes P * F (P = exp(s - m_use), F the dropout factors
 // of slice bh), ready to multiply V, and l = l alpha + rowsum P.
+template <Arith kA>
 __device__ inline void softmax_sum_step(float s[kSteps][4], float l[2], const float m_use[2],
                                         const float alpha[2], const int rows[2], int k0,
                                         int64_t bh, const AttentionDropout& drop) {
@@ -93,7 +96,7 @@ __device__ inline void softmax_sum_step(float s[kSteps][4], float l[2], const fl
     drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float p = __expf(s[j][e] - m_use[e / 2]);
+      const float p = exp_of<kA>(s[j][e] - m_use[e / 2]);
       sum[e / 2] += p;
       s[j][e] = p * f[e];  // V meets the dropped P; the sum takes the undropped P
     }

@@ -1,28 +1,35 @@
-// The one Tensor-Core instruction of the fused attention, mma.sync m16n8k8 on TF32, and
-// the operand split that makes three of them as exact as FP32 ("3xTF32"). Part of the
-// fast kernels (attention.cuh lists the parts); which thread holds which element of the
-// operands is the next part, attention_fragments.cuh.
+// The one product instruction of the fused attention, mma.sync m16n8k8 on TF32, the
+// operand split that makes three of them nearly as exact as FP32 ("3xTF32"), and the
+// same product on FP32 fused multiply-adds. Part of the fast kernels (attention.cuh
+// lists the parts); which thread holds which element of the operands is the next part,
+// attention_fragments.cuh.
 //
 // Note [Tensor Cores in FP32]
-// Every tile product is built from the warp instruction mma.sync m16n8k8 with TF32
-// inputs and FP32 accumulation: D (16 x 8) += A (16 x 8) B (8 x 8). TF32 keeps 10 of
-// FP32's 23 mantissa bits, so in exact mode (MX_FAST_MATMUL unset, as for cuBLAS) each
-// operand is split into a TF32 part and the TF32 rounding of what is left, x = big +
-// small, and a b is computed as a_small b_big + a_big b_small + a_big b_big: three
-// Tensor-Core products whose error is close to FP32's (the dropped a_small b_small is
-// about 2^-22 of a b). PyTorch's FP32 memory-efficient attention does the same on these
-// GPUs (CUTLASS's OpMultiplyAddFastF32, "3xTF32"); Zero's large FP32 GEMMs split their
-// operands the same way (Note [FP32 GEMMs on TF32 Tensor Cores] in split_tf32.cuh). With
-// MX_FAST_MATMUL=tf32 or fp16 one TF32 product is made, from operands truncated to TF32
-// (`split`), as cuBLAS does in tf32 mode. In fp16 mode it is TF32 too: these kernels
-// have no FP16 path, while Zero's GEMMs do run in FP16 then (Note [FP16 Tensor Cores
-// with FP32 in and out]).
-//
-// The kernels are templates on kExact, so each mode is compiled with only the
+// Every tile product is a warp-wide step D (16 x 8) += A (16 x 8) B (8 x 8) on operands
+// in the register layouts of mma.sync m16n8k8 (Note [Tensor-Core fragments]). How the
+// step multiplies is the precision mode's choice (precision.h), compiled in as `Arith`:
+//   kFp32      (ieee, the default) FP32 fused multiply-adds. Each thread computes its
+//              own 4 outputs, so it first gathers the two rows of A and the two columns
+//              of B they need from the threads that hold them (`__shfl_sync`, 16 per
+//              operand), then makes 8 FMAs per output in order: IEEE FP32, as PyTorch's
+//              FP32 attention on the ordinary FP32 units. The gathers cost more than the
+//              FMAs (a warp shuffles at a quarter of its FMA rate), about half the FP32
+//              peak.
+//   kSplitTf32 (3xtf32) each operand is split into a TF32 part and the TF32 rounding of
+//              what is left, x = big + small, and a b is computed as a_small b_big +
+//              a_big b_small + a_big b_big: three Tensor-Core products (the dropped
+//              a_small b_small is about 2^-22 of a b). The Tensor Cores' accumulation is
+//              less careful than an FMA's, so over a GPT step the gradients end several
+//              times further from a float64 reference than FP32's (tools/torch_reference.py
+//              measures it); CUTLASS calls this OpMultiplyAddFastF32.
+//   kTf32      (tf32, and fp16: these kernels have no FP16 path) one TF32 product, from
+//              operands truncated to TF32 (`operand`), as cuBLAS does in tf32 mode.
+// The kernels are templates on Arith, so each mode is compiled with only the
 // instructions it runs; `dispatch` in attention.cuh picks the instance at launch.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "zero/kernels/cuda/tf32.cuh"
 
@@ -37,44 +44,96 @@ __device__ inline void mma_tf32(float c[4], const uint32_t a[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// An operand of N registers as TF32 and, in exact mode, the TF32 rounding of what that
+// The arithmetic of the tile products (Note [Tensor Cores in FP32]).
+enum class Arith { kTf32, kSplitTf32, kFp32 };
+
+// An operand of N registers as TF32 and, for kSplitTf32, the TF32 rounding of what that
 // left out (x = big + small). Made once per fragment and reused by every product the
-// fragment takes part in. Exact mode rounds big to nearest, which keeps small as small
-// as it can be. TF32 mode hands the FP32 bits over as they are: the Tensor Cores read
-// the top 19 bits (sign, exponent, 10 mantissa bits), which truncates each operand
-// (about twice the error of rounding it, still within a TF32 unit) and saves a
-// conversion per operand register, two of the five instructions of each B fragment's
-// product.
-template <bool kExact, int N>
+// fragment takes part in. The split rounds big to nearest, which keeps small as small
+// as it can be. kTf32 hands the FP32 bits over as they are: the Tensor Cores read the
+// top 19 bits (sign, exponent, 10 mantissa bits), which truncates each operand (about
+// twice the error of rounding it, still within a TF32 unit) and saves a conversion per
+// operand register, two of the five instructions of each B fragment's product.
+template <bool kSplit, int N>
 struct Tf32 {
   uint32_t big[N];
-  uint32_t small[kExact ? N : 1];
+  uint32_t small[kSplit ? N : 1];
 };
 
-template <bool kExact, int N>
-__device__ inline Tf32<kExact, N> split(const float (&x)[N]) {
-  Tf32<kExact, N> r;
+// For kFp32, what one thread's outputs need: of an A fragment (N = 4), rows g and g + 8
+// over the 8 columns; of a B fragment (N = 2), columns 2t and 2t + 1 over the 8 rows.
+template <int N>
+struct Fp32Lines {
+  float line[2][8];
+};
+
+template <Arith kA, int N>
+using Operand = std::conditional_t<kA == Arith::kFp32, Fp32Lines<N>,
+                                   Tf32<kA == Arith::kSplitTf32, N>>;
+
+// Fragment registers x, laid out as in Note [Tensor-Core fragments], as an operand of
+// kA's products. Every thread of the warp must call it together (kFp32 shuffles).
+template <Arith kA, int N>
+__device__ inline Operand<kA, N> operand(const float (&x)[N]) {
+  static_assert(N == 4 || N == 2, "an A fragment has 4 registers, a B fragment 2");
+  Operand<kA, N> r;
+  if constexpr (kA == Arith::kFp32) {
+    const int lane = threadIdx.x % 32, t = lane % 4;
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    if constexpr (kExact) {
-      r.big[i] = to_tf32(x[i]);
-      r.small[i] = to_tf32(x[i] - __uint_as_float(r.big[i]));
-    } else {
-      r.big[i] = __float_as_uint(x[i]);
+    for (int c = 0; c < 2; ++c) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if constexpr (N == 4) {  // A(g + 8c, k) is x[c] of thread (g, k); A(g + 8c, k + 4) x[c + 2]
+          r.line[c][k] = __shfl_sync(0xffffffffu, x[c], (lane & ~3) + k);
+          r.line[c][k + 4] = __shfl_sync(0xffffffffu, x[c + 2], (lane & ~3) + k);
+        } else {  // B(k, 2t + c) is x[0] of thread (2t + c, k); B(k + 4, 2t + c) x[1]
+          r.line[c][k] = __shfl_sync(0xffffffffu, x[0], 4 * (2 * t + c) + k);
+          r.line[c][k + 4] = __shfl_sync(0xffffffffu, x[1], 4 * (2 * t + c) + k);
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if constexpr (kA == Arith::kSplitTf32) {
+        r.big[i] = to_tf32(x[i]);
+        r.small[i] = to_tf32(x[i] - __uint_as_float(r.big[i]));
+      } else {
+        r.big[i] = __float_as_uint(x[i]);
+      }
     }
   }
   return r;
 }
 
-// c += a b for one 16 x 8 x 8 step, a and b in the register layouts of the fragments
-// (Note [Tensor-Core fragments] in attention_fragments.cuh).
-template <bool kExact>
-__device__ inline void mma(float c[4], const Tf32<kExact, 4>& a, const Tf32<kExact, 2>& b) {
-  if constexpr (kExact) {
-    mma_tf32(c, a.small, b.big);  // the small terms first: less of them is lost
-    mma_tf32(c, a.big, b.small);
+// c += a b for one 16 x 8 x 8 step; c holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
+// (g + 8, 2t + 1).
+template <Arith kA>
+__device__ inline void mma(float c[4], const Operand<kA, 4>& a, const Operand<kA, 2>& b) {
+  if constexpr (kA == Arith::kFp32) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[e] = fmaf(a.line[e / 2][k], b.line[e % 2][k], c[e]);
+    }
+  } else {
+    if constexpr (kA == Arith::kSplitTf32) {
+      mma_tf32(c, a.small, b.big);  // the small terms first: less of them is lost
+      mma_tf32(c, a.big, b.small);
+    }
+    mma_tf32(c, a.big, b.big);
   }
-  mma_tf32(c, a.big, b.big);
+}
+
+// e^x: the accurate expf for kFp32, the fast hardware approximation __expf (a few
+// ulps more error, which the Tensor-Core modes' products dwarf) otherwise.
+template <Arith kA>
+__device__ inline float exp_of(float x) {
+  if constexpr (kA == Arith::kFp32) {
+    return expf(x);
+  } else {
+    return __expf(x);
+  }
 }
 
 }  // namespace zero::ops::cuda::flash

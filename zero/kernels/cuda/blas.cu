@@ -10,12 +10,12 @@
 // operand's transpose flag. No copies either way; only a view with no unit
 // stride at all is made contiguous first.
 //
-// MX_FAST_MATMUL selects the compute mode: unset or 0 -> exact FP32, large GEMMs as
-// split TF32 on Tensor Cores (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh);
-// ieee -> exact FP32 on the FP32 units (cuBLAS's SGEMM) for every size; 1 or fp16 ->
-// operands converted to FP16 for FP16 Tensor Cores, FP32 accumulation and output
-// (Note [FP16 Tensor Cores with FP32 in and out], blas_fp16.cu); tf32 -> TF32 Tensor
-// Cores. matmul_mode.h reads it (once per process) and holds the override benchmarks set.
+// matmul_precision() (precision.h, MX_FAST_MATMUL) selects the arithmetic: ieee, the
+// default, is cuBLAS's SGEMM on the FP32 units for every size; 3xtf32 runs large GEMMs
+// as split TF32 on Tensor Cores (Note [FP32 GEMMs on TF32 Tensor Cores],
+// split_tf32.cuh); tf32 is one TF32 Tensor-Core product; fp16 converts the operands to
+// FP16 for FP16 Tensor Cores with FP32 accumulation and output (Note [FP16 Tensor Cores
+// with FP32 in and out], blas_fp16.cu).
 #include <cublas_v2.h>
 
 #include <mutex>
@@ -26,7 +26,7 @@
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/dims_arg.h"
 #include "zero/kernels/dispatch.h"
-#include "zero/kernels/matmul_mode.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
@@ -68,16 +68,16 @@ cublasHandle_t blas_handle(int device) {
 void* blas_workspace(int device) { return blas_state(device).workspace.data(); }
 
 cublasComputeType_t compute_type() {
-  switch (matmul_mode()) {
-    case MatmulMode::kTf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case MatmulMode::kFp16: return CUBLAS_COMPUTE_32F_FAST_16F;
+  switch (matmul_precision()) {
+    case MatmulPrecision::kTf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case MatmulPrecision::kFp16: return CUBLAS_COMPUTE_32F_FAST_16F;
     default: return CUBLAS_COMPUTE_32F;
   }
 }
 
-bool split_tf32_mode() { return matmul_mode() == MatmulMode::kSplit; }
+bool split_tf32_mode() { return matmul_precision() == MatmulPrecision::kSplitTf32; }
 
-bool fp16_mode() { return matmul_mode() == MatmulMode::kFp16; }
+bool fp16_mode() { return matmul_precision() == MatmulPrecision::kFp16; }
 
 }  // namespace cuda
 

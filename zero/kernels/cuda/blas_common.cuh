@@ -21,10 +21,10 @@ constexpr size_t kBlasWorkspaceBytes = 32u << 20;
 cublasHandle_t blas_handle(int device);
 // That GPU's workspace of kBlasWorkspaceBytes, for cublasLtMatmul.
 void* blas_workspace(int device);
-// MX_FAST_MATMUL: unset, 0 or ieee -> exact FP32 (CUBLAS_COMPUTE_32F); 1 or fp16 ->
-// CUBLAS_COMPUTE_32F_FAST_16F; tf32 -> TF32 Tensor Cores. Read once;
-// set_matmul_mode_override (matmul_mode.h) replaces it while set. In fp16 mode no GEMM
-// passes this compute type to cuBLAS (see fp16_mode); it only names the mode.
+// The cuBLAS compute type of matmul_precision() (precision.h): CUBLAS_COMPUTE_32F for
+// ieee and 3xtf32 (whose large GEMMs go to split_tf32_gemm instead), FAST_TF32 for
+// tf32, FAST_16F for fp16. In fp16 mode no GEMM passes this compute type to cuBLAS
+// (see fp16_mode); it only names the mode.
 cublasComputeType_t compute_type();
 // True for MX_FAST_MATMUL=1 or fp16: GEMMs convert their operands with to_half and run
 // on FP16 Tensor Cores with FP32 accumulation and output (Note [FP16 Tensor Cores with
@@ -33,8 +33,8 @@ bool fp16_mode();
 // The `count` floats at x on GPU `device`, rounded to FP16 into a new buffer (FP32
 // storage of (count + 1) / 2 elements), queued on the current stream.
 Tensor to_half(const float* x, int64_t count, int device);
-// True in exact mode unless MX_FAST_MATMUL=ieee: large FP32 GEMMs then run as split
-// TF32 (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh).
+// True for MX_FAST_MATMUL=3xtf32: large FP32 GEMMs then run as split TF32 (Note [FP32
+// GEMMs on TF32 Tensor Cores], split_tf32.cuh).
 bool split_tf32_mode();
 
 // Column-major D (m x n, ld m) = op(A) op(B) + beta D as split TF32 through cuBLASLt,

@@ -175,7 +175,7 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
   return run(*algo) == CUBLAS_STATUS_SUCCESS;
 }
 
-// lt_matmul_in in the compute mode MX_FAST_MATMUL selects; in exact mode a large GEMM
+// lt_matmul_in in the compute mode MX_FAST_MATMUL selects; in 3xtf32 mode a large GEMM
 // runs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores]), in fp16 mode on FP16
 // copies of A and B (Note [FP16 Tensor Cores with FP32 in and out]; BGRADB then sums
 // the FP16 copy of B). The BGRADB

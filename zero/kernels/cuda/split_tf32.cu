@@ -3,10 +3,10 @@
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
-#include "zero/kernels/matmul_mode.h"
-#include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/cuda/tf32.cuh"
+#include "zero/kernels/precision.h"
+#include "zero/kernels/tensor_ops.h"
 
 namespace zero::ops {
 namespace cuda {
@@ -80,7 +80,7 @@ __global__ void split_transpose_kernel(const float* __restrict__ x, int64_t ld, 
 bool split_tf32_pays(int device, int64_t m, int64_t n, int64_t k) {
   // m n k compared as doubles: the product of three int64 sizes can overflow.
   return split_tf32_mode() && m >= kSplitMinSide && n >= kSplitMinSide &&
-         static_cast<double>(m) * n * k >= kSplitMinMacs && split_tf32_supported(device);
+         static_cast<double>(m) * n * k >= kSplitMinMacs && tf32_supported(device);
 }
 
 SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, int64_t k,

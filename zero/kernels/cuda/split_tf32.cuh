@@ -28,8 +28,9 @@
 // proportion to m n k, so it pays only when both m and n are large: a GEMM with an
 // output side under kSplitMinSide (a decode step's GEMV, a 65-word vocabulary's logits)
 // or under kSplitMinMacs multiply-adds stays SGEMM, as do batched GEMMs. An infinite
-// input gives NaN (its small part is inf - inf) where SGEMM gives inf.
-// MX_FAST_MATMUL=ieee turns the split off.
+// input gives NaN (its small part is inf - inf) where SGEMM gives inf. The split is
+// opt-in (MX_FAST_MATMUL=3xtf32): its error is several times SGEMM's, and FP32 that is
+// FP32 is the default.
 #pragma once
 
 #include <cstdint>

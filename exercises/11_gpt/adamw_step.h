@@ -1,4 +1,4 @@
-// Exercise 09.2: one AdamW update of a single number, the arithmetic the optimiser
+// Exercise 11.2: one AdamW update of a single number, the arithmetic the optimiser
 // applies to every element of every parameter.
 //
 // Adam keeps two running averages of the gradient g: m (its mean) and v (its square's
@@ -16,7 +16,7 @@
 
 #include "zero/core/error.h"
 
-namespace zero::ex09 {
+namespace zero::ex11 {
 
 /// One parameter element and its two moments.
 struct AdamWScalar {
@@ -36,8 +36,8 @@ struct AdamWHyper {
 /// m_hat = m / (1 - beta1^step), v_hat = v / (1 - beta2^step).
 inline AdamWScalar adamw_step(AdamWScalar s, float grad, const AdamWHyper& h, int64_t step) {
   ZERO_CHECK(step >= 1, "adamw_step: expected a 1-based step >= 1, got ", step);
-  // TODO(ex09.2): decoupled decay, the two moments, bias correction, the update
-  ZERO_NOT_IMPLEMENTED("ex09.2");
+  // TODO(ex11.2): decoupled decay, the two moments, bias correction, the update
+  ZERO_NOT_IMPLEMENTED("ex11.2");
 }
 
-}  // namespace zero::ex09
+}  // namespace zero::ex11

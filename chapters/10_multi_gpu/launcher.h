@@ -1,5 +1,5 @@
-// One process per GPU: the launcher behind `train_gpt --nproc N`, which chapter 10's
-// program uses too for its multi-GPU sections.
+// One process per GPU: the launcher of chapter 10's multi-GPU sections, which chapter 11's
+// `train_gpt --nproc N` uses too.
 //
 // The parent runs no training. It starts N copies of its own executable with its own
 // arguments plus `--rank r --world N --nccl-id-file PATH`, waits, and stops the others as
@@ -30,7 +30,7 @@
 #include "zero/core/error.h"
 #include "zero/train/distributed.h"
 
-namespace ch09 {
+namespace ch10 {
 
 // The help heading of the flags that the launcher gives each process it starts. (Not
 // an empty group, which would hide them: CLI11 then leaves their name out of errors.)
@@ -189,4 +189,4 @@ inline int launch_ranks(int argc, char** argv, int64_t nproc, const std::string&
   return launch_ranks(std::vector<std::string>(argv + 1, argv + argc), nproc, log_dir);
 }
 
-}  // namespace ch09
+}  // namespace ch10

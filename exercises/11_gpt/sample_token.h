@@ -1,4 +1,4 @@
-// Exercise 09.1: draw the next token from a row of logits, with temperature and top-k.
+// Exercise 11.1: draw the next token from a row of logits, with temperature and top-k.
 //
 // The model gives one logit per vocabulary entry. Dividing them by a temperature T
 // before the softmax sharpens (T < 1) or flattens (T > 1) the distribution; keeping only
@@ -18,7 +18,7 @@
 
 #include "zero/core/error.h"
 
-namespace zero::ex09 {
+namespace zero::ex11 {
 
 /// The id drawn from softmax(logits / temperature) over the `top_k` largest logits
 /// (all of them when top_k <= 0 or top_k >= vocab; logits equal to the k-th largest
@@ -30,8 +30,8 @@ inline int32_t sample_token(const float* logits, int64_t vocab, float temperatur
   ZERO_CHECK(vocab > 0 && temperature >= 0 && u >= 0 && u < 1,
              "sample_token: expected vocab > 0, temperature >= 0 and u in [0, 1), got vocab = ",
              vocab, ", temperature = ", temperature, ", u = ", u);
-  // TODO(ex09.1): greedy if T = 0 or k = 1; else top-k, exp((l - max) / T), invert at u
-  ZERO_NOT_IMPLEMENTED("ex09.1");
+  // TODO(ex11.1): greedy if T = 0 or k = 1; else top-k, exp((l - max) / T), invert at u
+  ZERO_NOT_IMPLEMENTED("ex11.1");
 }
 
-}  // namespace zero::ex09
+}  // namespace zero::ex11

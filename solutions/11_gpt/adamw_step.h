@@ -1,4 +1,4 @@
-// Exercise 09.2: one AdamW update of a single number, the arithmetic the optimiser
+// Exercise 11.2: one AdamW update of a single number, the arithmetic the optimiser
 // applies to every element of every parameter.
 //
 // Adam keeps two running averages of the gradient g: m (its mean) and v (its square's
@@ -16,7 +16,7 @@
 
 #include "zero/core/error.h"
 
-namespace zero::ex09 {
+namespace zero::ex11 {
 
 /// One parameter element and its two moments.
 struct AdamWScalar {
@@ -36,7 +36,7 @@ struct AdamWHyper {
 /// m_hat = m / (1 - beta1^step), v_hat = v / (1 - beta2^step).
 inline AdamWScalar adamw_step(AdamWScalar s, float grad, const AdamWHyper& h, int64_t step) {
   ZERO_CHECK(step >= 1, "adamw_step: expected a 1-based step >= 1, got ", step);
-  // BEGIN SOLUTION ex09.2: decoupled decay, the two moments, bias correction, the update
+  // BEGIN SOLUTION ex11.2: decoupled decay, the two moments, bias correction, the update
   s.param -= h.lr * h.weight_decay * s.param;
   s.exp_avg = h.beta1 * s.exp_avg + (1 - h.beta1) * grad;
   s.exp_avg_sq = h.beta2 * s.exp_avg_sq + (1 - h.beta2) * grad * grad;
@@ -47,4 +47,4 @@ inline AdamWScalar adamw_step(AdamWScalar s, float grad, const AdamWHyper& h, in
   // END SOLUTION
 }
 
-}  // namespace zero::ex09
+}  // namespace zero::ex11

@@ -1,4 +1,4 @@
-// Exercise 09 tests: token sampling (sample_token.h), one AdamW step (adamw_step.h) and
+// Exercise 11 tests: token sampling (sample_token.h), one AdamW step (adamw_step.h) and
 // one head of causal attention (attention_head.h), each against hand-computed values
 // and against the library code that does the same job (zero::train::sample_token,
 // zero::optim::AdamW, zero::attention).
@@ -17,14 +17,14 @@
 #include "zero/optim/adamw.h"
 #include "zero/train/sampling.h"
 
-namespace zero::ex09 {
+namespace zero::ex11 {
 namespace {
 
 // logits = log(p) for p = 0.1, 0.2, 0.3, 0.4: softmax gives p back.
 const std::vector<float> kLogits = {std::log(0.1f), std::log(0.2f), std::log(0.3f), std::log(0.4f)};
 
 TEST(SampleTokenTest, InvertsTheCumulativeDistribution) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   // Cumulative 0.1, 0.3, 0.6, 1.0.
   EXPECT_EQ(sample_token(kLogits.data(), 4, 1.0f, 0, 0.0f), 0);
   EXPECT_EQ(sample_token(kLogits.data(), 4, 1.0f, 0, 0.05f), 0);
@@ -35,7 +35,7 @@ TEST(SampleTokenTest, InvertsTheCumulativeDistribution) {
 }
 
 TEST(SampleTokenTest, TopKKeepsOnlyTheLargest) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   // k = 2 keeps ids 2 and 3 with probabilities 3/7 and 4/7.
   EXPECT_EQ(sample_token(kLogits.data(), 4, 1.0f, 2, 0.0f), 2);
   EXPECT_EQ(sample_token(kLogits.data(), 4, 1.0f, 2, 0.42f), 2);
@@ -46,7 +46,7 @@ TEST(SampleTokenTest, TopKKeepsOnlyTheLargest) {
 }
 
 TEST(SampleTokenTest, TemperatureReshapesTheDistribution) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   // T = 2 turns p into sqrt(p) / sum(sqrt(p)): 0.163, 0.230, 0.282, 0.325 (cumulative
   // 0.163, 0.393, 0.675, 1).
   EXPECT_EQ(sample_token(kLogits.data(), 4, 2.0f, 0, 0.16f), 0);
@@ -56,7 +56,7 @@ TEST(SampleTokenTest, TemperatureReshapesTheDistribution) {
 }
 
 TEST(SampleTokenTest, GreedyCases) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   const std::vector<float> logits = {0.5f, 3.0f, -1.0f, 3.0f, 2.9f};
   for (float u : {0.0f, 0.5f, 0.999f}) {
     EXPECT_EQ(sample_token(logits.data(), 5, 0.0f, 0, u), 1) << "temperature 0, u = " << u;
@@ -70,7 +70,7 @@ TEST(SampleTokenTest, GreedyCases) {
 }
 
 TEST(SampleTokenTest, LargeLogitsDoNotOverflow) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   // Logits 1000, 1001, 1002 have the probabilities of 0, 1, 2: e^0, e^1, e^2 over their
   // sum, cumulative 0.090, 0.335, 1. exp(1000) overflows even a double, so the largest
   // logit must be subtracted before exp().
@@ -81,7 +81,7 @@ TEST(SampleTokenTest, LargeLogitsDoNotOverflow) {
 }
 
 TEST(SampleTokenTest, TheDrawIsTheFirstIdWhoseCumulativeSumExceedsU) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   // Two equal logits: cumulative 0.5, 1. At u = 0.5 the first sum only equals u, so the
   // draw is the second id (exact in floating point: the weights are 1 and 1).
   const std::vector<float> two = {0.0f, 0.0f};
@@ -90,7 +90,7 @@ TEST(SampleTokenTest, TheDrawIsTheFirstIdWhoseCumulativeSumExceedsU) {
 }
 
 TEST(SampleTokenTest, TopKOfTheWholeVocabularyOrMoreKeepsEverything) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   for (const int64_t k : {4, 10}) {
     EXPECT_EQ(sample_token(kLogits.data(), 4, 1.0f, k, 0.05f), 0) << "top_k " << k << " of 4";
     EXPECT_EQ(sample_token(kLogits.data(), 4, 1.0f, k, 0.65f), 3) << "top_k " << k << " of 4";
@@ -98,7 +98,7 @@ TEST(SampleTokenTest, TopKOfTheWholeVocabularyOrMoreKeepsEverything) {
 }
 
 TEST(SampleTokenTest, MatchesTheLibrary) {
-  ZERO_EXERCISE("ex09.1");
+  ZERO_EXERCISE("ex11.1");
   const int64_t vocab = 37;
   std::vector<float> logits(vocab);
   for (uint64_t trial = 0; trial < 200; ++trial) {
@@ -113,7 +113,7 @@ TEST(SampleTokenTest, MatchesTheLibrary) {
 }
 
 TEST(AdamWStepTest, FirstStepMovesByLr) {
-  ZERO_EXERCISE("ex09.2");
+  ZERO_EXERCISE("ex11.2");
   // After one step m_hat = g and v_hat = g^2, so the update is lr * g / (|g| + eps):
   // lr against the sign of the gradient, whatever its size; the decay comes first.
   AdamWHyper h;
@@ -127,7 +127,7 @@ TEST(AdamWStepTest, FirstStepMovesByLr) {
 }
 
 TEST(AdamWStepTest, EpsIsAddedOutsideTheSquareRoot) {
-  ZERO_EXERCISE("ex09.2");
+  ZERO_EXERCISE("ex11.2");
   // g = eps = 1e-3 on the first step: m_hat = g, v_hat = g^2, so the step is
   // lr * g / (|g| + eps) = lr / 2. With eps inside the root, sqrt(g^2 + eps) is 0.0316
   // and the step 30 times smaller.
@@ -142,7 +142,7 @@ TEST(AdamWStepTest, EpsIsAddedOutsideTheSquareRoot) {
 }
 
 TEST(AdamWStepTest, LaterStepsUseTheBiasCorrectionOfTheirStep) {
-  ZERO_EXERCISE("ex09.2");
+  ZERO_EXERCISE("ex11.2");
   // Step 3 with m = 0.5, v = 0.02 before it and g = 1, no decay (hand-computed):
   // m = 0.9 * 0.5 + 0.1 = 0.55, v = 0.99 * 0.02 + 0.01 = 0.0298,
   // m_hat = 0.55 / (1 - 0.9^3) = 2.02952, v_hat = 0.0298 / (1 - 0.99^3) = 1.00333,
@@ -158,7 +158,7 @@ TEST(AdamWStepTest, LaterStepsUseTheBiasCorrectionOfTheirStep) {
 }
 
 TEST(AdamWStepTest, MatchesTheOptimizer) {
-  ZERO_EXERCISE("ex09.2");
+  ZERO_EXERCISE("ex11.2");
   // A [1, 1] parameter is a matrix, so zero::optim::AdamW decays it; a [1] one is not.
   for (const Shape& shape : {Shape{1, 1}, Shape{1}}) {
     optim::AdamWOptions options;
@@ -185,7 +185,7 @@ std::vector<float> values(int64_t n, uint64_t seed) {
 }
 
 TEST(CausalAttentionHeadTest, KnownValues) {
-  ZERO_EXERCISE("ex09.3");
+  ZERO_EXERCISE("ex11.3");
   // Row 0 sees only itself: out = v0. Row 1 has equal scores (k rows equal): the mean.
   const std::vector<float> q = {1, 0, 0, 1}, k = {1, 1, 1, 1}, v = {1, 2, 3, 6};
   const std::vector<float> out = causal_attention_head(q, k, v, 2, 2);
@@ -203,7 +203,7 @@ TEST(CausalAttentionHeadTest, KnownValues) {
 }
 
 TEST(CausalAttentionHeadTest, LargeScoresDoNotOverflow) {
-  ZERO_EXERCISE("ex09.3");
+  ZERO_EXERCISE("ex11.3");
   // D = 1 (scale 1), row 1 scores q1 * k0 = 1000 and q1 * k1 = 1000 + 1.1 or so: exp of
   // either overflows even a double unless the row's largest score is subtracted first.
   // The weights depend only on the difference: w1 = 1 / (1 + exp(s0 - s1)).
@@ -218,7 +218,7 @@ TEST(CausalAttentionHeadTest, LargeScoresDoNotOverflow) {
 }
 
 TEST(CausalAttentionHeadTest, MatchesZeroAttention) {
-  ZERO_EXERCISE("ex09.3");
+  ZERO_EXERCISE("ex11.3");
   for (auto [T, D] : {std::pair<int64_t, int64_t>{1, 4}, {5, 3}, {17, 8}}) {
     const std::vector<float> q = values(T * D, 1), k = values(T * D, 2), v = values(T * D, 3);
     NoGradGuard no_grad;
@@ -234,4 +234,4 @@ TEST(CausalAttentionHeadTest, MatchesZeroAttention) {
 }
 
 }  // namespace
-}  // namespace zero::ex09
+}  // namespace zero::ex11

@@ -1,11 +1,12 @@
-// Chapter 09: train a character-level GPT and sample from it.
+// Chapter 11: train a character-level GPT and sample from it.
 //
 // Everything the earlier chapters built meets here: kernels, the allocator, autograd,
 // zero/nn, optim, data, io and train. This file is only the command line around
 // zero::train::Trainer: pick the device and the preset, prepare the data, run steps,
 // evaluate, save, draw the loss curve, print samples.
 // With no flags it trains on the project's own text; --nproc N trains on N GPUs, one
-// process each (launcher.h). Read next: zero/train/trainer.h, zero/nn/gpt.h, the README.
+// process each (chapter 10's launcher, chapters/10_multi_gpu/launcher.h).
+// Read next: zero/train/trainer.h, zero/nn/gpt.h, the README.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -29,9 +30,8 @@
 #include "zero/train/metrics.h"
 #include "zero/train/sampling.h"
 
-
+#include "chapters/10_multi_gpu/launcher.h"  // --nproc: one process per GPU (chapter 10)
 #include "cli_checks.h"  // flag checks, and exceptions to messages in main
-#include "launcher.h"    // --nproc: one process per GPU
 
 namespace fs = std::filesystem;
 using namespace zero;
@@ -58,7 +58,7 @@ struct RunOptions {
 void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOptions& o,
                    int64_t count, Generator& gen, const train::TokenSampler& sampler) {
   if (count <= 0 || o.sample_tokens <= 0) return;
-  const double s = ch09::print_samples(model, tok, o.prompt, o.sample_tokens, count,
+  const double s = ch11::print_samples(model, tok, o.prompt, o.sample_tokens, count,
                                        o.temperature, o.top_k, gen, sampler);
   std::printf("---------------- (%lld x %lld tokens in %.2f s, %s tok/s)\n",
               static_cast<long long>(count), static_cast<long long>(o.sample_tokens), s,
@@ -69,7 +69,7 @@ void print_samples(nn::GPT& model, const data::CharTokenizer& tok, const RunOpti
 
 int run(int argc, char** argv) {
   train::DistributedOptions dist;  // set in the processes that --nproc starts
-  Device device = train::resolve_device(ch09::device_flag(argc, argv));
+  Device device = train::resolve_device(ch11::device_flag(argc, argv));
   // Presets: the reference model on a GPU (2000 steps: the built-in corpus is small
   // enough that 5000 overfits), a small one on the CPU.
   train::TrainConfig cfg =
@@ -85,7 +85,7 @@ int run(int argc, char** argv) {
   }
 
   CLI::App app{
-      "Train a character-level GPT (chapter 09). With no --data it trains on the "
+      "Train a character-level GPT (chapter 11). With no --data it trains on the "
       "project's own text and sources; Ctrl-C saves a checkpoint and stops."};
   app.option_defaults()->always_capture_default();
   app.add_option("--device", o.device,
@@ -122,14 +122,14 @@ int run(int argc, char** argv) {
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for MFU (0: don't report MFU)");
   app.add_option("--profile", o.profile, "after 10 steps, time N steps op by op and print where");
   app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
-  ch09::check_train_flags(app);  // ranges, finite numbers, existing files (cli_checks.h)
-  ch09::add_rank_flags(app, dist);
+  ch11::check_train_flags(app);  // ranges, finite numbers, existing files (cli_checks.h)
+  ch10::add_rank_flags(app, dist);
   CLI11_PARSE(app, argc, argv);
   if (dist.is_rank()) device = Device::Cuda(dist.rank);  // rank r trains on GPU r
   if (o.nproc > 1 && !dist.is_rank()) {
     ZERO_CHECK(o.device == "auto" || device.is_cuda(), "--nproc ", o.nproc,
                " trains on GPUs, one process each; drop --device ", o.device);
-    return ch09::launch_ranks(argc, argv, o.nproc, o.out_dir);
+    return ch10::launch_ranks(argc, argv, o.nproc, o.out_dir);
   }
   if (o.quick) {  // the chapter test: seconds, whatever the device
     cfg.model = nn::GPTConfig{0, 32, 2, 2, 32, 0.1f};
@@ -149,7 +149,7 @@ int run(int argc, char** argv) {
   std::optional<io::StagedDirectory> staged;  // a new run's data, moved in once all checks pass
   if (o.resume) {
     const train::TrainerState saved = train::read_trainer_state(ckpt.string());
-    cfg = ch09::resumed_config(app, cfg, saved, ckpt.string());
+    cfg = ch11::resumed_config(app, cfg, saved, ckpt.string());
     data_dir = train::resume_data_dir(saved, out.string(), ckpt.string());
     std::cout << "resuming " << ckpt.string() << " at step " << saved.step << "\n";
   } else {
@@ -166,7 +166,7 @@ int run(int argc, char** argv) {
                 static_cast<long long>(info.val_tokens));
     cfg.model.vocab_size = info.vocab_size;
     if (!o.init_from.empty()) {
-      ch09::check_init_from_flags(app);
+      ch11::check_init_from_flags(app);
       const train::TrainerState init = train::read_trainer_state(o.init_from);
       ZERO_CHECK(
           data::CharTokenizer::Load((fs::path(o.init_from) / "vocab.json").string()).chars() ==
@@ -184,7 +184,7 @@ int run(int argc, char** argv) {
   const data::CharTokenizer tok = data::CharTokenizer::Load(read_dir + "/vocab.json");
   const int64_t vocab = tok.vocab_size();
   if (o.sample_tokens > 0 && (o.samples > 0 || o.sample_every > 0))
-    ch09::check_prompt(tok, o.prompt);  // now, not when the samples are drawn
+    ch11::check_prompt(tok, o.prompt);  // now, not when the samples are drawn
   train::Trainer trainer(cfg,
                          {data::load_tokens(read_dir + "/train.bin", vocab),
                           data::load_tokens(read_dir + "/val.bin", vocab), data_dir,
@@ -207,7 +207,7 @@ int run(int argc, char** argv) {
       (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
       cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str());
 
-  const train::TokenSampler sampler = ch09::pick_sampler();
+  const train::TokenSampler sampler = ch11::pick_sampler();
   Generator sample_gen(cfg.seed + 2);
   const std::string metrics_path = (out / "metrics.jsonl").string();
   const std::string curve_path = (out / "loss_curve.png").string();
@@ -290,5 +290,5 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   zero::use_passive_openmp_wait(argv);  // first: it may start the program again
-  return ch09::guarded_main("train_gpt", [&] { return run(argc, argv); });
+  return ch11::guarded_main("train_gpt", [&] { return run(argc, argv); });
 }

@@ -1,4 +1,4 @@
-// Chapter 09: sample text from a checkpoint that train_gpt wrote.
+// Chapter 11: sample text from a checkpoint that train_gpt wrote.
 //
 // Loads model.safetensors and vocab.json from a checkpoint folder, then decodes
 // --num-samples continuations of --prompt as one batch through the KV cache
@@ -32,7 +32,7 @@ int run(int argc, char** argv) {
   int64_t top_k = 200, num_samples = 4, max_new_tokens = 500;
   uint64_t seed = 1337;
   bool library_sampler = false;
-  CLI::App app{"Sample from a GPT checkpoint written by train_gpt (chapter 09)."};
+  CLI::App app{"Sample from a GPT checkpoint written by train_gpt (chapter 11)."};
   app.option_defaults()->always_capture_default();
   app.add_option("--checkpoint", checkpoint,
                  "checkpoint folder (train_gpt's OUT_DIR/best or /checkpoint)");
@@ -45,8 +45,8 @@ int run(int argc, char** argv) {
   app.add_option("--device", device_name, "auto, cpu, cuda or cuda:N");
   app.add_option("--seed", seed, "seed of the sampling stream");
   app.add_flag("--library-sampler", library_sampler,
-               "sample with zero::train::sample_token instead of your ex09.1 sample_token");
-  ch09::check_sample_flags(app);  // ranges, finite numbers, a non-empty prompt (cli_checks.h)
+               "sample with zero::train::sample_token instead of your ex11.1 sample_token");
+  ch11::check_sample_flags(app);  // ranges, finite numbers, a non-empty prompt (cli_checks.h)
   CLI11_PARSE(app, argc, argv);
   const Device device = train::resolve_device(device_name);
 
@@ -56,14 +56,14 @@ int run(int argc, char** argv) {
   model.To(device);
   const data::CharTokenizer tok =
       data::CharTokenizer::Load((fs::path(checkpoint) / "vocab.json").string());
-  ch09::check_prompt(tok, prompt);
+  ch11::check_prompt(tok, prompt);
   std::printf("loaded %s: step %lld, best val loss %.4f, %.2fM parameters, on %s\n",
               checkpoint.c_str(), static_cast<long long>(state.step), state.best_val_loss,
               model.NumParameters() / 1e6, device.ToString().c_str());
 
-  const train::TokenSampler sampler = library_sampler ? train::sample_token : ch09::pick_sampler();
+  const train::TokenSampler sampler = library_sampler ? train::sample_token : ch11::pick_sampler();
   Generator gen(seed);
-  const double s = ch09::print_samples(model, tok, prompt, max_new_tokens, num_samples,
+  const double s = ch11::print_samples(model, tok, prompt, max_new_tokens, num_samples,
                                        temperature, top_k, gen, sampler);
   const double tokens = static_cast<double>(num_samples * max_new_tokens);
   std::printf("---------------- %lld sequences x %lld tokens in %.2f s: %s tok/s (batch of %lld)\n",
@@ -76,5 +76,5 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   zero::use_passive_openmp_wait(argv);  // first: it may start the program again
-  return ch09::guarded_main("sample_gpt", [&] { return run(argc, argv); });
+  return ch11::guarded_main("sample_gpt", [&] { return run(argc, argv); });
 }

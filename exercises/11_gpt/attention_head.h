@@ -1,4 +1,4 @@
-// Exercise 09.3: causal self-attention for one head, with plain loops.
+// Exercise 11.3: causal self-attention for one head, with plain loops.
 //
 // Position i asks a question (its query q_i), every position j <= i offers a key k_j
 // and a value v_j. The score of j for i is q_i . k_j / sqrt(D) (the scale keeps the
@@ -6,7 +6,7 @@
 // because a language model must not see the token it is predicting. A softmax over
 // the allowed scores turns them into weights, and the output is the weighted mean of
 // the values. This is what zero::attention computes for every (batch, head) at once,
-// without ever storing the T x T score matrix (chapter 09 explains how); here you may
+// without ever storing the T x T score matrix (chapter 11 explains how); here you may
 // store one row of it.
 #pragma once
 
@@ -17,7 +17,7 @@
 
 #include "zero/core/error.h"
 
-namespace zero::ex09 {
+namespace zero::ex11 {
 
 /// out [T, D] = softmax(mask(q k^T / sqrt(D))) v for one head: q, k, v row-major [T, D];
 /// row i attends to rows 0..i only.
@@ -29,30 +29,9 @@ inline std::vector<float> causal_attention_head(const std::vector<float>& q,
              "causal_attention_head: expected q, k, v of T * D = ", T * D, " values, got ",
              q.size(), ", ", k.size(), ", ", v.size());
   std::vector<float> out(T * D, 0.0f);
-  // BEGIN SOLUTION ex09.3: per row i: scores for j <= i, stable softmax, weighted sum of v
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  std::vector<double> p(T);
-  for (int64_t i = 0; i < T; ++i) {
-    double max_score = -INFINITY;
-    for (int64_t j = 0; j <= i; ++j) {
-      double dot = 0;
-      for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(q[i * D + d]) * k[j * D + d];
-      p[j] = dot * scale;
-      max_score = std::max(max_score, p[j]);
-    }
-    double total = 0;
-    for (int64_t j = 0; j <= i; ++j) {
-      p[j] = std::exp(p[j] - max_score);  // subtract the max: exp never overflows
-      total += p[j];
-    }
-    for (int64_t d = 0; d < D; ++d) {
-      double acc = 0;
-      for (int64_t j = 0; j <= i; ++j) acc += p[j] * v[j * D + d];
-      out[i * D + d] = static_cast<float>(acc / total);
-    }
-  }
-  // END SOLUTION
+  // TODO(ex11.3): per row i: scores for j <= i, stable softmax, weighted sum of v
+  ZERO_NOT_IMPLEMENTED("ex11.3");
   return out;
 }
 
-}  // namespace zero::ex09
+}  // namespace zero::ex11

@@ -2,8 +2,8 @@
 // when the command line is parsed (before any data is prepared or any step is run), the
 // last-resort handler that turns any exception into a message and exit status 1, which
 // flags a resumed run applies and which it refuses (none is silently ignored), and the
-// choice of sampler (your ex09.1 once it is done) and the printing of samples. (The flags
-// of the ranks that --nproc starts are launcher.h's.)
+// choice of sampler (your ex11.1 once it is done) and the printing of samples. (The flags
+// of the ranks that --nproc starts are those of chapter 10's launcher.h.)
 //
 // Each flag gets a CLI::Validator, so a value out of range is refused by CLI11 with the
 // flag's name ("--lr: expected a finite number in [0, 1], got 1e30"). Note that CLI11's
@@ -23,14 +23,14 @@
 #include <string>
 #include <utility>
 
-#include "sample_token.h"  // exercise ex09.1: the samples are drawn with your code
+#include "sample_token.h"  // exercise ex11.1: the samples are drawn with your code
 #include "zero/core/error.h"
 #include "zero/data/char_tokenizer.h"
 #include "zero/data/utf8.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/sampling.h"
 
-namespace ch09 {
+namespace ch11 {
 
 // An integer of at least `lo`, written in decimal with nothing around it.
 inline CLI::Validator integer_at_least(int64_t lo) {
@@ -228,14 +228,14 @@ inline zero::train::TrainConfig resumed_config(const CLI::App& app,
   return cfg;
 }
 
-// Your ex09.1 sampler if it is done; the library's otherwise (said once, plainly).
+// Your ex11.1 sampler if it is done; the library's otherwise (said once, plainly).
 inline zero::train::TokenSampler pick_sampler() {
   try {
     const float logits[2] = {0.0f, 1.0f};
-    zero::ex09::sample_token(logits, 2, 1.0f, 0, 0.5f);
-    return zero::ex09::sample_token;
+    zero::ex11::sample_token(logits, 2, 1.0f, 0, 0.5f);
+    return zero::ex11::sample_token;
   } catch (const zero::NotImplementedError&) {
-    std::cout << "note: exercise ex09.1 (sample_token.h) is not done yet; sampling with "
+    std::cout << "note: exercise ex11.1 (sample_token.h) is not done yet; sampling with "
                  "zero::train::sample_token instead\n";
     return zero::train::sample_token;
   }
@@ -258,4 +258,4 @@ inline double print_samples(zero::nn::GPT& model, const zero::data::CharTokenize
   return s;
 }
 
-}  // namespace ch09
+}  // namespace ch11
