@@ -1,6 +1,6 @@
 // Chapter 09: what the chapter's files share. main.cpp runs sections 1-2 (layouts and
-// conversions, rounding error) and calls range.cpp for sections 3-4 (range, loss
-// scaling, master weights), gpu.cu for section 5 (Tensor-Core rates and the roofline)
+// conversions, rounding error) and 5 (the roofline model), calls range.cpp for sections
+// 3-4 (range, loss scaling, master weights), gpu.cu for section 6 (measured rates)
 // and, in its --curves mode, plot.cpp to overlay training curves. plot.cpp also draws
 // the roofline figure for gpu.cu.
 #pragma once
@@ -14,14 +14,29 @@
 namespace ch09 {
 
 struct Options {
-  bool quick = false;   // small GPU sizes, few repetitions: the CTest run
-  std::string figure;   // where the roofline PNG goes ("" = no figure)
+  bool quick = false;  // small GPU sizes, few repetitions: the CTest run
+  std::string figure;  // where the roofline PNG goes ("" = no figure)
 };
+
+// The precisions of the GEMM sweep with their H200 SXM datasheet peaks (dense, TFLOP/s):
+// assumptions, printed as such. FP32 SGEMM runs on the FP32 units; the others on Tensor
+// Cores. FP8 writes a BF16 result.
+struct PrecisionSheet {
+  const char* name;
+  double tflops;
+  int in_bytes, out_bytes;  // per element of A and B, and of C
+};
+constexpr PrecisionSheet kSheet[] = {{"FP32 SGEMM", 67, 4, 4},
+                                     {"TF32", 495, 4, 4},
+                                     {"BF16", 990, 2, 2},
+                                     {"FP16", 990, 2, 2},
+                                     {"FP8 E4M3", 1979, 1, 2}};
+constexpr double kSheetHbmTBps = 4.8;  // HBM3e, datasheet
 
 // Sections 3 and 4 (range.cpp): returns the number of failed checks.
 int range_and_mixed_precision();
 
-// Section 5 (gpu.cu, built only with CUDA): returns the number of failed checks.
+// Section 6 (gpu.cu, built only with CUDA): returns the number of failed checks.
 int run_gpu_part(const Options& options);
 
 // ---------------------------------------------------------------- plots (plot.cpp)
@@ -32,8 +47,8 @@ struct Series {
   zero::train::Rgb color;
   std::vector<std::pair<double, double>> points;
   int thickness = 2;
-  bool marks = false;   // a filled square at each point
-  bool line = true;     // segments between consecutive points
+  bool marks = false;  // a filled square at each point
+  bool line = true;    // segments between consecutive points
 };
 
 struct PlotFrame {

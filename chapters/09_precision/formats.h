@@ -24,9 +24,8 @@ struct Format {
   int bias() const { return (1 << (exp_bits - 1)) - 1; }
 };
 
-constexpr Format kFp32{"FP32", 8, 23, true}, kTf32{"TF32", 8, 10, true},
-    kBf16{"BF16", 8, 7, true}, kFp16{"FP16", 5, 10, true}, kE4m3{"E4M3", 4, 3, false},
-    kE5m2{"E5M2", 5, 2, true};
+constexpr Format kFp32{"FP32", 8, 23, true}, kTf32{"TF32", 8, 10, true}, kBf16{"BF16", 8, 7, true},
+    kFp16{"FP16", 5, 10, true}, kE4m3{"E4M3", 4, 3, false}, kE5m2{"E5M2", 5, 2, true};
 constexpr Format kFormats[] = {kFp32, kTf32, kBf16, kFp16, kE4m3, kE5m2};
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -88,8 +87,8 @@ class ValueTable {
     if (std::isnan(x)) return {std::signbit(x), nan};
     const double a = std::fabs(x);
     const uint64_t n = values_.size();
-    const uint64_t hi =
-        static_cast<uint64_t>(std::lower_bound(values_.begin(), values_.end(), a) - values_.begin());
+    const uint64_t hi = static_cast<uint64_t>(std::lower_bound(values_.begin(), values_.end(), a) -
+                                              values_.begin());
     uint64_t p = hi;
     if (hi == n || values_[hi] != a) {  // between pattern hi - 1 and hi (or the one beyond)
       const double above = hi == n ? beyond_ : values_[hi], below = values_[hi - 1];

@@ -23,11 +23,17 @@ namespace {
 template <typename T>
 __device__ T from_float(float x);
 template <>
-__device__ __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+__device__ __nv_bfloat16 from_float(float x) {
+  return __float2bfloat16_rn(x);
+}
 template <>
-__device__ __half from_float(float x) { return __float2half_rn(x); }
+__device__ __half from_float(float x) {
+  return __float2half_rn(x);
+}
 template <>
-__device__ __nv_fp8_e4m3 from_float(float x) { return __nv_fp8_e4m3(x); }  // saturates
+__device__ __nv_fp8_e4m3 from_float(float x) {
+  return __nv_fp8_e4m3(x);
+}  // saturates
 
 template <typename T>
 __global__ void convert_kernel(const float* x, T* y, int64_t n) {
@@ -64,48 +70,63 @@ Gemm::Gemm() {
 }
 
 Gemm::~Gemm() {
+  for (LtPlan& plan : plans_) {
+    cublasLtMatrixLayoutDestroy(plan.c);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatmulDescDestroy(plan.op);
+  }
   cublasLtDestroy(lt_);
   cublasDestroy(handle_);
+}
+
+// cuBLASLt describes the operation and each matrix layout, then asks its heuristic for
+// the best algorithm within the workspace. (FP8 is the only precision that comes here.)
+Gemm::LtPlan& Gemm::Plan(const Precision& p, int64_t m, int64_t n, int64_t k) {
+  for (LtPlan& plan : plans_) {
+    if (plan.m == m && plan.n == n && plan.k == k) return plan;
+  }
+  LtPlan plan;
+  plan.m = m, plan.n = n, plan.k = k;
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  const size_t ws = kWorkspace;
+  ZERO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.op, p.compute, CUDA_R_32F));
+  ZERO_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  ZERO_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, p.in, k, m, k));
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, p.in, k, n, k));
+  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, p.out, m, n, m));
+  cublasLtMatmulPreference_t pref;
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_, plan.op, plan.a, plan.b, plan.c,
+                                                               plan.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  plan.found = status == CUBLAS_STATUS_SUCCESS && found > 0;
+  plan.algo = result.algo;
+  plans_.push_back(plan);
+  return plans_.back();
 }
 
 bool Gemm::Run(const Precision& p, int64_t m, int64_t n, int64_t k, const void* a, const void* b,
                void* c) {
   const float alpha = 1.0f, beta = 0.0f;
   if (!p.lt) {
-    ZERO_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, p.in, k, b,
-                                   p.in, k, &beta, c, p.out, m, p.compute, CUBLAS_GEMM_DEFAULT));
+    ZERO_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, a, p.in, k,
+                                   b, p.in, k, &beta, c, p.out, m, p.compute, CUBLAS_GEMM_DEFAULT));
     return true;
   }
-  // cuBLASLt describes the operation and each matrix layout, asks its heuristic for the
-  // best algorithm within the workspace, then runs it (D = C here, with beta = 0).
-  cublasLtMatmulDesc_t op;
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatmulPreference_t pref;
-  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const size_t ws = kWorkspace;
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, p.compute, CUDA_R_32F));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, p.in, k, m, k));
-  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, p.in, k, n, k));
-  ZERO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, p.out, m, n, m));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  ZERO_CUBLAS_CHECK(
-      cublasLtMatmulAlgoGetHeuristic(lt_, op, la, lb, lc, lc, pref, 1, &result, &found));
-  if (found > 0) {
-    ZERO_CUBLAS_CHECK(cublasLtMatmul(lt_, op, &alpha, a, la, b, lb, &beta, c, lc, c, lc,
-                                     &result.algo, workspace_.get(), ws, 0));
+  const LtPlan& plan = Plan(p, m, n, k);
+  if (plan.found) {  // D = C here, with beta = 0
+    ZERO_CUBLAS_CHECK(cublasLtMatmul(lt_, plan.op, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c,
+                                     c, plan.c, &plan.algo, workspace_.get(), kWorkspace, 0));
   }
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatmulDescDestroy(op);
-  return found > 0;
+  return plan.found;
 }
 
 // ---------------------------------------------------------------- checks
@@ -114,8 +135,8 @@ std::vector<double> read_elements(const void* base, cudaDataType_t t, int64_t fi
                                   int64_t count) {
   const int bytes = t == CUDA_R_32F ? 4 : t == CUDA_R_8F_E4M3 ? 1 : 2;
   std::vector<unsigned char> raw(static_cast<size_t>(count * bytes));
-  ZERO_CUDA_CHECK(cudaMemcpy(raw.data(), static_cast<const char*>(base) + first * bytes,
-                             raw.size(), cudaMemcpyDeviceToHost));
+  ZERO_CUDA_CHECK(cudaMemcpy(raw.data(), static_cast<const char*>(base) + first * bytes, raw.size(),
+                             cudaMemcpyDeviceToHost));
   std::vector<double> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     uint32_t bits = 0;

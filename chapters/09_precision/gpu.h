@@ -11,29 +11,31 @@
 #include <cstdint>
 #include <vector>
 
+#include "chapter.h"
 #include "zero/core/cuda/cuda_check.cuh"
 
 namespace ch09 {
 
-// One precision of the sweep: operand and output types, cuBLAS compute type (always an
-// FP32 accumulator), bytes per element, the H200 SXM datasheet peak (dense) and the
+// One precision of the sweep: kSheet[sheet] (chapter.h) names it and gives its bytes
+// and datasheet peak; here are its cuBLAS types (always an FP32 accumulator) and the
 // check's tolerance.
 struct Precision {
-  const char* name;
+  int sheet;
   cudaDataType_t in, out;
   cublasComputeType_t compute;
-  int in_bytes, out_bytes;
-  double sheet_tflops;
   double tolerance;  // on the error divided by sum |a_ik b_kj|
   bool lt;           // through cuBLASLt (FP8), else cublasGemmEx
+  const char* name() const { return kSheet[sheet].name; }
+  int in_bytes() const { return kSheet[sheet].in_bytes; }
+  int out_bytes() const { return kSheet[sheet].out_bytes; }
 };
 
 inline const Precision kPrecisions[] = {
-    {"FP32 SGEMM", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4, 67, 1e-5, false},
-    {"TF32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4, 495, 4e-3, false},
-    {"BF16", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2, 990, 8e-3, false},
-    {"FP16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2, 990, 2e-3, false},
-    {"FP8 E4M3", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 1, 2, 1979, 8e-3, true},
+    {0, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 1e-5, false},
+    {1, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4e-3, false},
+    {2, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 8e-3, false},
+    {3, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2e-3, false},
+    {4, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 8e-3, true},
 };
 
 // Device memory of `bytes`, freed at the end of the scope.
@@ -63,10 +65,22 @@ class Gemm {
            void* c);
 
  private:
+  // A cuBLASLt matmul described and its algorithm chosen once per shape, so that a timed
+  // call is the launch alone.
+  struct LtPlan {
+    int64_t m = 0, n = 0, k = 0;
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool found = false;
+  };
+  LtPlan& Plan(const Precision& p, int64_t m, int64_t n, int64_t k);
+
   static constexpr size_t kWorkspace = 32u << 20;
   cublasHandle_t handle_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   DeviceBuffer workspace_{kWorkspace};
+  std::vector<LtPlan> plans_;
 };
 
 // `n` FP32 values at `x` written as p's input type into `y` (FP32: copied; FP8 saturates).

@@ -4,9 +4,9 @@
 //    conversions (zero/core/half.h, your ex09.1, TF32's) checked against a search for the
 //    nearest value (formats.h). 2. Rounding: each format's machine epsilon, found by
 //    halving, and a sum of 10^6 terms in each format against the exact sum.
-// range.cpp goes on with 3. range and loss scaling and 4. master weights; with a GPU,
-// gpu.cu measures 5. GEMM rates per precision and draws a roofline. The --curves mode
-// (plot.cpp) overlays the loss curves of train_gpt runs.
+// range.cpp goes on with 3. range and loss scaling and 4. master weights; 5. is the
+// roofline per precision from datasheet figures, and with a GPU gpu.cu measures it (6.). The
+// --curves mode (plot.cpp) overlays the loss curves of train_gpt runs.
 //   ch09_precision [--quick] [--figure roofline.png]
 //   ch09_precision --curves out.png fp32=DIR/metrics.jsonl bf16=... fp16=...
 #include <cmath>
@@ -42,9 +42,10 @@ void show_layouts() {
     std::printf("  %-6s %5d %9d %9d %6d%s\n", f.name, f.bits(), f.exp_bits, f.man_bits, f.bias(),
                 f.ieee ? "" : "   no infinity; S.1111.111 is NaN");
   }
-  std::printf("A value is (-1)^s x 1.mantissa x 2^(exponent - bias); exponent 0 holds the\n"
-              "subnormals, 0.mantissa x 2^(1 - bias). Each FP32 value below, rounded to each\n"
-              "format (to nearest, ties to even), and what the rounded bits are worth:\n");
+  std::printf(
+      "A value is (-1)^s x 1.mantissa x 2^(exponent - bias); exponent 0 holds the\n"
+      "subnormals, 0.mantissa x 2^(1 - bias). Each FP32 value below, rounded to each\n"
+      "format (to nearest, ties to even), and what the rounded bits are worth:\n");
   for (const double x : {1.0, 0.1, -2.5, 3.14159265358979, 1e-5, 70000.0}) {
     const float xf = static_cast<float>(x);
     std::printf("\n  %.9g\n", xf);
@@ -91,7 +92,8 @@ std::vector<float> probes(const ValueTable& t, int random_count) {
     }
   }
   uint64_t state = 2026;
-  for (int i = 0; i < random_count; ++i) out.push_back(float_of(static_cast<uint32_t>(splitmix64(state))));
+  for (int i = 0; i < random_count; ++i)
+    out.push_back(float_of(static_cast<uint32_t>(splitmix64(state))));
   return out;
 }
 
@@ -102,22 +104,23 @@ int check_conversion(const char* name, const Format& f, Convert convert) {
   int64_t bad = 0;
   for (const float x : inputs) {
     const double want = t.Round(x), got = convert(x);
-    const bool same = std::isnan(want) ? std::isnan(got)
-                                       : got == want && std::signbit(got) == std::signbit(want);
+    const bool same =
+        std::isnan(want) ? std::isnan(got) : got == want && std::signbit(got) == std::signbit(want);
     if (!same && bad++ == 0) {
       std::printf("  first mismatch: %s(%.9g, bits 0x%08x) = %.9g, the nearest %s is %.9g\n", name,
                   x, bits_of(x), got, f.name, want);
     }
   }
-  std::printf("  FP32 -> %-5s %-33s %9zu floats %9lld mismatches\n", f.name, name, inputs.size(),
+  std::printf("  FP32 -> %-5s %-31s %8zu floats, %lld mismatches\n", f.name, name, inputs.size(),
               static_cast<long long>(bad));
   return bad != 0;
 }
 
 int check_conversions() {
-  std::printf("\nThe fast conversions against the nearest-value search (formats.h), on every\n"
-              "value of the format, each tie between neighbours and the floats either side\n"
-              "of it (both signs), and 2^20 random float bit patterns:\n");
+  std::printf(
+      "\nThe fast conversions against the nearest-value search (formats.h), on every\n"
+      "value of the format, each tie between neighbours and the floats either side\n"
+      "of it (both signs), and 2^20 random float bit patterns:\n");
   int failures = 0;
   failures += check_conversion("zero::bf16 (zero/core/half.h)", kBf16,
                                [](float x) { return static_cast<float>(zero::bf16(x)); });
@@ -134,8 +137,9 @@ int check_conversions() {
 // them is exact in double: the reference has no error at all.
 int rounding_error() {
   std::printf("\n== 2. Rounding: machine epsilon and the error of a long sum\n");
-  std::printf("eps: the gap between 1 and the next value, found by halving e while\n"
-              "round(1 + e/2) > 1. Digits: p log10(2) for p significant bits.\n");
+  std::printf(
+      "eps: the gap between 1 and the next value, found by halving e while\n"
+      "round(1 + e/2) > 1. Digits: p log10(2) for p significant bits.\n");
   std::printf("  %-6s %3s %12s %12s %7s\n", "format", "p", "eps found", "2^-(p-1)", "digits");
   int failures = 0;
   for (const Format& f : kFormats) {
@@ -151,13 +155,15 @@ int rounding_error() {
   std::vector<double> x(n);
   uint64_t state = 9;
   for (double& v : x) v = std::ldexp(static_cast<double>(splitmix64(state) >> 40), -24);
-  std::printf("\nThe sum of %d terms uniform in [0, 1), each already rounded to the\n"
-              "format, against their exact sum. Added one by one in the format, the sum\n"
-              "stops growing once half its ulp exceeds every term: at 2^p, where the ulp\n"
-              "is 2. A pairwise tree (chapter 02's reductions) rounds far fewer times;\n"
-              "an FP32 accumulator is what a GPU reduction or GEMM keeps.\n",
-              n);
-  std::printf("  %-6s %11s %11s %10s   %-36s\n", "", "", "sum, one", "", "relative error of the sum:");
+  std::printf(
+      "\nThe sum of %d terms uniform in [0, 1), each already rounded to the\n"
+      "format, against their exact sum. Added one by one in the format, the sum\n"
+      "stops growing once half its ulp exceeds every term: at 2^p, where the ulp\n"
+      "is 2. A pairwise tree (chapter 02's reductions) rounds far fewer times;\n"
+      "an FP32 accumulator is what a GPU reduction or GEMM keeps.\n",
+      n);
+  std::printf("  %-6s %11s %11s %10s   %-36s\n", "", "", "sum, one", "",
+              "relative error of the sum:");
   std::printf("  %-6s %11s %11s %10s %11s %11s %13s\n", "format", "exact sum", "by one",
               "stall 2^p", "one by one", "pairwise", "FP32 accum.");
   for (const Format& f : kFormats) {
@@ -186,6 +192,30 @@ int rounding_error() {
     }
   }
   return failures;
+}
+
+// Section 5: the roofline of each precision as the datasheet draws it. Narrower elements
+// move fewer bytes per flop, and the Tensor Cores raise the compute roof by more than
+// that, so the ridge moves right: a GEMM must be more intense to be compute-bound.
+void roofline_model() {
+  std::printf("\n== 5. The roofline per precision (model, H200 SXM datasheet figures)\n");
+  std::printf(
+      "C [M, N] = A [M, K] B [K, N] with K = N = 8192 does 2MNK flops and moves at\n"
+      "least in (MK + KN) + out MN bytes (in, out: bytes per element). Ridge = peak /\n"
+      "%.1f TB/s (HBM); a GEMM below its ridge is memory-bound (mem), above compute.\n",
+      kSheetHbmTBps);
+  std::printf("  %-10s %8s %7s %6s %13s %13s %13s\n", "precision", "TFLOP/s", "in/out", "ridge",
+              "M = 16", "M = 256", "M = 8192");
+  const double k = 8192, n = 8192;
+  for (const PrecisionSheet& p : kSheet) {
+    const double ridge = p.tflops / kSheetHbmTBps;
+    std::printf("  %-10s %8.0f %5d/%d %6.0f", p.name, p.tflops, p.in_bytes, p.out_bytes, ridge);
+    for (const double m : {16.0, 256.0, 8192.0}) {
+      const double f = 2 * m * n * k / (p.in_bytes * (m * k + k * n) + p.out_bytes * m * n);
+      std::printf(" %9.1f %-4s", f, f < ridge ? "mem" : "comp");
+    }
+    std::printf("\n");
+  }
 }
 
 }  // namespace
@@ -219,6 +249,7 @@ int main(int argc, char** argv) {
     int failures = ch09::check_conversions();
     failures += ch09::rounding_error();
     failures += ch09::range_and_mixed_precision();
+    ch09::roofline_model();
 #ifdef ZERO_CHAPTER_HAS_CUDA
     if (zero::cuda_available()) {
       failures += ch09::run_gpu_part(options);

@@ -66,13 +66,12 @@ bool usable(const PlotFrame& f, double x, double y) {
 }  // namespace
 
 Rgb precision_color(int i) {
-  static const Rgb palette[] = {{31, 119, 180}, {44, 160, 44}, {230, 110, 0}, {214, 39, 40},
-                                {148, 103, 189}, {140, 86, 75}};
+  static const Rgb palette[] = {{31, 119, 180}, {44, 160, 44},   {230, 110, 0},
+                                {214, 39, 40},  {148, 103, 189}, {140, 86, 75}};
   return palette[static_cast<size_t>(i) % 6];
 }
 
-Canvas draw_plot(const PlotFrame& frame, const std::vector<Series>& series, int width,
-                 int height) {
+Canvas draw_plot(const PlotFrame& frame, const std::vector<Series>& series, int width, int height) {
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_lo = x_lo, y_hi = -x_lo;
   for (const Series& s : series) {
     for (const auto& [x, y] : s.points) {
@@ -87,16 +86,22 @@ Canvas draw_plot(const PlotFrame& frame, const std::vector<Series>& series, int 
   const int glyph_h = Canvas::TextHeight(kScale);
   const int left = 24 + Canvas::TextWidth("00000", kScale), right = width - 28;
   const int top = 56, bottom = height - 64;
-  auto px = [&](double x) { return left + static_cast<int>(std::lround(xs.map(x) * (right - left))); };
-  auto py = [&](double y) { return bottom - static_cast<int>(std::lround(ys.map(y) * (bottom - top))); };
+  auto px = [&](double x) {
+    return left + static_cast<int>(std::lround(xs.map(x) * (right - left)));
+  };
+  auto py = [&](double y) {
+    return bottom - static_cast<int>(std::lround(ys.map(y) * (bottom - top)));
+  };
   auto value = [](const Axis& a, double t) { return a.log ? std::pow(10.0, t) : t; };
 
   // Minor grid lines at 2..9 of each decade on a log axis, then the ticks.
   for (double t = xs.lo; frame.log_x && t < xs.hi; t += 1) {
-    for (int k = 2; k <= 9; ++k) canvas.Line(px(k * value(xs, t)), top, px(k * value(xs, t)), bottom, kMinor);
+    for (int k = 2; k <= 9; ++k)
+      canvas.Line(px(k * value(xs, t)), top, px(k * value(xs, t)), bottom, kMinor);
   }
   for (double t = ys.lo; frame.log_y && t < ys.hi; t += 1) {
-    for (int k = 2; k <= 9; ++k) canvas.Line(left, py(k * value(ys, t)), right, py(k * value(ys, t)), kMinor);
+    for (int k = 2; k <= 9; ++k)
+      canvas.Line(left, py(k * value(ys, t)), right, py(k * value(ys, t)), kMinor);
   }
   for (double t = xs.lo; t <= xs.hi + xs.step * 1e-6; t += xs.step) {
     const int x = px(value(xs, t));
@@ -176,12 +181,20 @@ int overlay_curves(const std::string& png, const std::vector<std::string>& runs)
     const std::vector<zero::train::StepMetrics> records = zero::train::read_metrics(path, &skipped);
     ZERO_CHECK(!records.empty(), "--curves: expected training records in ", path,
                " (the metrics.jsonl a train_gpt run writes), got none");
-    std::vector<zero::train::LossPoint> train, val;
-    zero::train::loss_points(records, &train, &val);
+    std::vector<zero::train::LossPoint> all, train, val;
+    zero::train::loss_points(records, &all, &val);
+    // The last record of a run is its final evaluation alone: no training loss, no time.
+    for (const auto& p : all) {
+      if (std::isfinite(p.loss)) train.push_back(p);
+    }
+    ZERO_CHECK(!train.empty(), "--curves: expected training losses in ", path, ", got none");
     std::vector<double> ms, rate;
     double mem = 0, best = std::numeric_limits<double>::infinity(), train_end = 0;
-    for (const auto& r : records) ms.push_back(r.ms), rate.push_back(r.tokens_per_s);
-    for (const auto& r : records) mem = std::max(mem, r.mem_gib);
+    for (const auto& r : records) {
+      if (r.ms > 0) ms.push_back(r.ms), rate.push_back(r.tokens_per_s);
+      mem = std::max(mem, r.mem_gib);
+    }
+    if (ms.empty()) ms.push_back(NAN), rate.push_back(NAN);
     for (const auto& p : val) best = std::min(best, static_cast<double>(p.loss));
     // The mean of the last tenth of the logged training losses: one batch is noisy.
     const size_t tail = std::max<size_t>(1, train.size() / 10);
@@ -192,7 +205,8 @@ int overlay_curves(const std::string& png, const std::vector<std::string>& runs)
                 static_cast<long long>(records.back().step), train_end,
                 val.empty() ? NAN : val.back().loss, val.empty() ? NAN : best, ms[ms.size() / 2],
                 rate[rate.size() / 2], mem);
-    if (skipped > 0) std::printf("           (%lld unreadable line(s) skipped)\n", (long long)skipped);
+    if (skipped > 0)
+      std::printf("           (%lld unreadable line(s) skipped)\n", (long long)skipped);
     const Rgb c = precision_color(static_cast<int>(i));
     const Rgb light{static_cast<uint8_t>((c.r + 255) / 2), static_cast<uint8_t>((c.g + 255) / 2),
                     static_cast<uint8_t>((c.b + 255) / 2)};

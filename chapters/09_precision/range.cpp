@@ -108,20 +108,23 @@ int loss_scaling(const std::vector<float>& g, const zero::nn::GPTConfig& c, int6
   std::transform(g.begin(), g.end(), mag.begin(), [](float v) { return std::fabs(v); });
   std::sort(mag.begin(), mag.end());
   const auto below = [&](double t) {
-    return static_cast<double>(std::lower_bound(mag.begin(), mag.end(), t) - mag.begin()) / mag.size();
+    return static_cast<double>(std::lower_bound(mag.begin(), mag.end(), t) - mag.begin()) /
+           mag.size();
   };
-  std::printf("\nThe parameter gradients of a GPT (%lld layers, %lld wide, %lld heads, vocab %lld)\n"
-              "after one FP32 backward pass on %lld x %lld random tokens: %zu non-zero values,\n"
-              "|g| from %.2e to %.2e, median %.2e. Below FP16's smallest normal\n"
-              "(2^-14): %.1f%%; at most half its smallest subnormal (2^-25, so 0 in FP16): %.3f%%.\n",
-              (long long)c.n_layer, (long long)c.n_embd, (long long)c.n_head,
-              (long long)c.vocab_size, (long long)batch, (long long)c.block_size, g.size(),
-              mag.front(), mag.back(), mag[mag.size() / 2], 100 * below(std::ldexp(1.0, -14)),
-              100 * below(std::nextafter(std::ldexp(1.0, -25), 1.0)));
-  std::printf("Multiplied by the loss scale S, rounded as a 16-bit backward pass stores them,\n"
-              "then divided by S in FP32. Error: the mean over the values of |g' - g| / |g|.\n");
-  std::printf("  %-6s %6s %11s %11s %10s %11s\n", "format", "S", "flushed", "subnormal",
-              "overflow", "rel. error");
+  std::printf(
+      "\nThe parameter gradients of a GPT (%lld layers, %lld wide, %lld heads, vocab %lld)\n"
+      "after one FP32 backward pass on %lld x %lld random tokens: %zu non-zero values,\n"
+      "|g| from %.2e to %.2e, median %.2e. Below FP16's smallest normal\n"
+      "(2^-14): %.1f%%; at most half its smallest subnormal (2^-25, so 0 in FP16): %.3f%%.\n",
+      (long long)c.n_layer, (long long)c.n_embd, (long long)c.n_head, (long long)c.vocab_size,
+      (long long)batch, (long long)c.block_size, g.size(), mag.front(), mag.back(),
+      mag[mag.size() / 2], 100 * below(std::ldexp(1.0, -14)),
+      100 * below(std::nextafter(std::ldexp(1.0, -25), 1.0)));
+  std::printf(
+      "Multiplied by the loss scale S, rounded as a 16-bit backward pass stores them,\n"
+      "then divided by S in FP32. Error: the mean over the values of |g' - g| / |g|.\n");
+  std::printf("  %-6s %6s %11s %11s %10s %11s\n", "format", "S", "flushed", "subnormal", "overflow",
+              "rel. error");
   int failures = 0;
   for (const int e : {0, 8, 16, 24, -1}) {
     const bool fp16 = e >= 0;
@@ -141,8 +144,10 @@ int loss_scaling(const std::vector<float>& g, const zero::nn::GPTConfig& c, int6
   zero::ex09::LossScale s;
   s.scale = s.max_scale;
   s.growth_interval = 4;
-  std::printf("\nDynamic loss scaling (your ex09.2) on these gradients, from S = 2^24, growing\n"
-              "after %d good steps (2000 in a real run):\n  %-7s", s.growth_interval, "step");
+  std::printf(
+      "\nDynamic loss scaling (your ex09.2) on these gradients, from S = 2^24, growing\n"
+      "after %d good steps (2000 in a real run):\n  %-7s",
+      s.growth_interval, "step");
   for (int step = 1; step <= 16; ++step) std::printf(" %3d", step);
   std::string line_scale = "  log2 S ", line_step = "  taken  ";
   int taken = 0;
@@ -170,8 +175,9 @@ int loss_scaling(const std::vector<float>& g, const zero::nn::GPTConfig& c, int6
 // second moment holds g^2, which leaves FP16's range entirely.
 int master_weights(const std::vector<float>& g) {
   std::printf("\n== 4. Mixed precision: FP32 master weights and moments\n");
-  std::printf("A weight of 1 (a LayerNorm gain at init) after N updates w -= u, stored in\n"
-              "each format (the update is rounded into the stored weight every step):\n");
+  std::printf(
+      "A weight of 1 (a LayerNorm gain at init) after N updates w -= u, stored in\n"
+      "each format (the update is rounded into the stored weight every step):\n");
   std::printf("  %8s %6s %10s %10s %10s %10s\n", "u", "N", "exact", "FP32", "BF16", "FP16");
   int failures = 0;
   for (const double u : {1e-3, 1e-4}) {
@@ -186,16 +192,17 @@ int master_weights(const std::vector<float>& g) {
     failures += std::fabs(w32 - exact) > 1e-4;
     std::printf("  %8.0e %6d %10.6f %10.6f %10.6f %10.6f\n", u, n, exact, w32, w_bf, w_h);
   }
-  std::printf("Half an ulp of BF16 just below 1 is %.3g, of FP16 %.3g.\n",
-              std::ldexp(1.0, -9), std::ldexp(1.0, -12));
+  std::printf("Half an ulp of BF16 just below 1 is %.3g, of FP16 %.3g.\n", std::ldexp(1.0, -9),
+              std::ldexp(1.0, -12));
   size_t lost16 = 0, lost_bf = 0;
   for (const float v : g) {
     lost16 += static_cast<float>(zero::f16(v * v)) == 0.0f;
     lost_bf += static_cast<float>(zero::bf16(v * v)) == 0.0f;
   }
-  std::printf("Adam's second moment v ~ g^2 for the gradients of section 3: %.1f%% of them\n"
-              "are 0 in FP16, %.1f%% in BF16 (and the update divides by sqrt(v)).\n",
-              100.0 * lost16 / g.size(), 100.0 * lost_bf / g.size());
+  std::printf(
+      "Adam's second moment v ~ g^2 for the gradients of section 3: %.1f%% of them\n"
+      "are 0 in FP16, %.1f%% in BF16 (and the update divides by sqrt(v)).\n",
+      100.0 * lost16 / g.size(), 100.0 * lost_bf / g.size());
   return failures;
 }
 

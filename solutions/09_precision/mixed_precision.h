@@ -40,10 +40,10 @@ inline uint16_t round_to_bf16(uint32_t f32_bits) {
 /// backward pass, so small gradients stay above FP16's smallest values, and the gradients
 /// are divided by it again (in FP32) before the optimiser uses them.
 struct LossScale {
-  float scale = 65536.0f;      ///< Current factor, a power of two (2^16 to start).
-  int good_steps = 0;          ///< Steps in a row with finite gradients since the last change.
-  int growth_interval = 2000;  ///< Good steps after which the scale doubles.
-  float min_scale = 1.0f;      ///< The scale never halves below this.
+  float scale = 65536.0f;         ///< Current factor, a power of two (2^16 to start).
+  int good_steps = 0;             ///< Steps in a row with finite gradients since the last change.
+  int growth_interval = 2000;     ///< Good steps after which the scale doubles.
+  float min_scale = 1.0f;         ///< The scale never halves below this.
   float max_scale = 16777216.0f;  ///< Nor doubles above this (2^24).
 };
 
