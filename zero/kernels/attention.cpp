@@ -1,12 +1,22 @@
 // Dispatch for fused scaled dot-product attention (forward and backward). The
 // kernels never store the [Tq, Tk] score matrix: see cpu/attention_cpu.cpp for the
 // row-by-row reference and Note [Flash attention] in cuda/attention.cuh for the tiles.
-// Shapes: q [B, H, Tq, D], k and v [B, H, Tk, D], out like q, lse [B, H, Tq]; all F32.
+// Shapes: q [B, H, Tq, D], k and v [B, H, Tk, D], out like q, lse [B, H, Tq]. q, k, v, out
+// and the gradients are F32, BF16 or F16 (all one dtype); lse is always F32.
 // q, k, v, out and the gradients may be any views whose last dimension is contiguous
 // (the GPT passes column ranges of its packed [B, T, 3C] qkv); the CUDA kernels read
 // them in place, the CPU reference works on contiguous copies. lse is always contiguous.
 // Dropout on the probabilities (Note [Attention dropout] in cpu/attention_cpu.cpp) is
 // a mask recomputed from Philox, never stored.
+//
+// Note [16-bit attention through the FP32 kernels]
+// BF16 and F16 operands are widened to FP32 (exactly: every 16-bit value is an FP32
+// value), the FP32 kernels run in the current precision mode, and the results are
+// rounded once to the operands' dtype. So the softmax, its statistics and every sum are
+// FP32, as mixed precision asks, and the result is the FP32 result rounded. What it
+// costs is the widened copies (2 bytes read, 4 written and read again per element) and
+// FP32 instead of 16-bit Tensor-Core products: a kernel on BF16 Tensor Cores that reads
+// 16-bit tiles directly is the faster way, and these kernels remain its reference.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -25,8 +35,9 @@ constexpr int64_t kMaxCudaHeadDim = 128;
 
 // `t` has `dtype`, exactly `sizes` and a last dimension of stride 1 (rows of D floats,
 // the one layout requirement of the kernels); other strides are free.
-void check_rows(const char* op, const Tensor& t, const char* what, const Shape& sizes) {
-  check_dtype(op, t, what, DataType::F32);
+void check_rows(const char* op, const Tensor& t, const char* what, const Shape& sizes,
+                DataType dtype) {
+  check_dtype(op, t, what, dtype);
   check_shape(op, t, what, sizes);
   ZERO_CHECK(t.size(-1) == 1 || t.stride(-1) == 1, op, ": expected ", what,
              " with a contiguous last dimension (stride 1), got strides ",
@@ -40,9 +51,12 @@ std::vector<int64_t> check_qkv(const char* op, const Tensor& q, const Tensor& k,
              ": expected q, k, v of shape [B, H, T, D], got ", shape_to_string(q.sizes()), ", ",
              shape_to_string(k.sizes()), ", ", shape_to_string(v.sizes()));
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), D = q.size(3), Tk = k.size(2);
-  check_rows(op, q, "q", q.sizes());
-  check_rows(op, k, "k", {B, H, Tk, D});
-  check_rows(op, v, "v", {B, H, Tk, D});
+  ZERO_CHECK(q.dtype() == DataType::F32 || q.dtype() == DataType::BF16 ||
+                 q.dtype() == DataType::F16,
+             op, ": expected q of dtype f32, bf16 or f16, got ", to_string(q.dtype()));
+  check_rows(op, q, "q", q.sizes(), q.dtype());
+  check_rows(op, k, "k", {B, H, Tk, D}, q.dtype());
+  check_rows(op, v, "v", {B, H, Tk, D}, q.dtype());
   ZERO_CHECK(!causal || Tq <= Tk, op, ": causal attention expects no more queries than keys ",
              "(the queries are the last Tq positions), got Tq = ", Tq, " and Tk = ", Tk);
   ZERO_CHECK(D > 0, op, ": expected a head dimension D >= 1, got q of shape ",
@@ -61,7 +75,7 @@ bool check_forward(const char* op, const Tensor& q, const Tensor& k, const Tenso
   check_same_device(op, {&q, &k, &v, &out, &lse});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
   check_drop_probability(op, dropout_p);
-  check_rows(op, out, "out", q.sizes());
+  check_rows(op, out, "out", q.sizes(), q.dtype());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
   return out.numel() > 0 || lse.numel() > 0;
 }
@@ -73,12 +87,32 @@ void check_backward(const char* op, const Tensor& q, const Tensor& k, const Tens
   check_same_device(op, {&q, &k, &v, &out, &lse, &grad_out, &grad_q, &grad_k, &grad_v});
   const std::vector<int64_t> s = check_qkv(op, q, k, v, causal);
   check_drop_probability(op, dropout_p);
-  check_rows(op, out, "out", q.sizes());
+  check_rows(op, out, "out", q.sizes(), q.dtype());
   check_tensor(op, lse, "lse", DataType::F32, {s[0], s[1], s[2]});
-  check_rows(op, grad_out, "grad_out", q.sizes());
-  check_rows(op, grad_q, "grad_q", q.sizes());
-  check_rows(op, grad_k, "grad_k", k.sizes());
-  check_rows(op, grad_v, "grad_v", v.sizes());
+  check_rows(op, grad_out, "grad_out", q.sizes(), q.dtype());
+  check_rows(op, grad_q, "grad_q", q.sizes(), q.dtype());
+  check_rows(op, grad_k, "grad_k", k.sizes(), q.dtype());
+  check_rows(op, grad_v, "grad_v", v.sizes(), q.dtype());
+}
+
+// `t` widened to FP32 (Note [16-bit attention through the FP32 kernels]): a contiguous
+// copy, or `t` itself when it is FP32 already.
+Tensor widened(const Tensor& t) {
+  if (t.dtype() == DataType::F32) return t;
+  Tensor wide = Tensor::Empty(t.sizes(), TensorOption().OnDevice(t.device()));
+  convert(t, wide);
+  return wide;
+}
+
+// An FP32 tensor to compute `out` in: `out` itself when it is FP32, else a new one whose
+// values rounded() later writes into `out`.
+Tensor wide_output(const Tensor& out) {
+  return out.dtype() == DataType::F32 ? out
+                                      : Tensor::Empty(out.sizes(), TensorOption().OnDevice(out.device()));
+}
+
+void rounded(const Tensor& wide, const Tensor& out) {
+  if (wide.data() != out.data()) convert(wide, out);
 }
 
 }  // namespace
@@ -87,7 +121,10 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
                        float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                        const Tensor& lse) {
   if (!check_forward("attention", q, k, v, causal, dropout_p, out, lse)) return;
-  attention_forward_stub(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
+  const Tensor out32 = wide_output(out);
+  attention_forward_stub(q.device(), widened(q), widened(k), widened(v), causal, dropout_p, seed,
+                         offset, out32, lse);
+  rounded(out32, out);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -96,8 +133,12 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& grad_k, const Tensor& grad_v) {
   check_backward("attention backward", q, k, v, out, lse, grad_out, causal, dropout_p, grad_q,
                  grad_k, grad_v);
-  attention_backward_stub(q.device(), q, k, v, out, lse, grad_out, causal, dropout_p, seed,
-                            offset, grad_q, grad_k, grad_v);
+  const Tensor gq = wide_output(grad_q), gk = wide_output(grad_k), gv = wide_output(grad_v);
+  attention_backward_stub(q.device(), widened(q), widened(k), widened(v), widened(out), lse,
+                          widened(grad_out), causal, dropout_p, seed, offset, gq, gk, gv);
+  rounded(gq, grad_q);
+  rounded(gk, grad_k);
+  rounded(gv, grad_v);
 }
 
 void attention_reference_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,

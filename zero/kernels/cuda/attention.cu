@@ -85,11 +85,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
       }
       const Operand<kA, 4> fa = operand<kA>(a);
 #pragma unroll
-      for (int j = 0; j < kSteps; ++j) {
-        float b[2];
-        b_cols<kD>(b, ks(buf), 8 * j, kk);
-        mma<kA>(s[j], fa, operand<kA>(b));
-      }
+      for (int j = 0; j < kSteps; ++j) mma<kA>(s[j], fa, b_cols_operand<kD, kA>(ks(buf), 8 * j, kk));
     }
     // Online softmax of the thread's two rows (s[j][e] is row rows[e / 2]); the other
     // 48 columns of a row are held by the 3 other threads of its quad (Note [Online

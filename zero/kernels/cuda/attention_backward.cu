@@ -44,17 +44,12 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* 
                            const float* c, const float* dd, int r0) {
 #pragma unroll
   for (int kk = 0; kk < kD; kk += 8) {
-    float fa[4], fc[4];
-    a_rows<kD>(fa, a, r0, kk);
-    a_rows<kD>(fc, c, r0, kk);
-    const Operand<kA, 4> ta = operand<kA>(fa), tc = operand<kA>(fc);
+    const Operand<kA, 4> ta = a_rows_operand<kD, kA>(a, r0, kk);
+    const Operand<kA, 4> tc = a_rows_operand<kD, kA>(c, r0, kk);
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
-      float fb[2], fd[2];
-      b_cols<kD>(fb, b, 8 * j, kk);
-      b_cols<kD>(fd, dd, 8 * j, kk);
-      mma<kA>(s[j], ta, operand<kA>(fb));
-      mma<kA>(d[j], tc, operand<kA>(fd));
+      mma<kA>(s[j], ta, b_cols_operand<kD, kA>(b, 8 * j, kk));
+      mma<kA>(d[j], tc, b_cols_operand<kD, kA>(dd, 8 * j, kk));
     }
   }
 }

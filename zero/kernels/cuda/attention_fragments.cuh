@@ -53,6 +53,75 @@ __device__ inline void b_rows(float b[2], const float* tile, int k0, int n0) {
   b[0] = p[0], b[1] = p[kLd<kD>];
 }
 
+// The operands of kA's products straight from a shared tile. For the Tensor-Core modes
+// these are the fragments above, made into operands; for kFp32 each thread reads the
+// lines its own outputs need (Fp32Lines) from shared memory itself, which costs a few
+// wide loads where gathering them from the fragments would cost 16 shuffles (Note
+// [Tensor Cores in FP32]). Tiles start 16-byte aligned and rows are kLd floats apart
+// (a multiple of 4), so the float4 reads are aligned; the 4 rows a warp reads at once
+// are 2 kLd floats apart, 8 banks, so they never conflict.
+template <int kD, Arith kA>
+__device__ inline Operand<kA, 4> a_rows_operand(const float* tile, int r0, int k0) {
+  if constexpr (kA == Arith::kFp32) {
+    Fp32Lines<4> r;
+    const int g = threadIdx.x % 32 / 4;
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {  // rows g and g + 8
+      const float4* p = reinterpret_cast<const float4*>(tile + (r0 + g + 8 * c) * kLd<kD> + k0);
+      const float4 lo = p[0], hi = p[1];
+      r.line[c][0] = lo.x, r.line[c][1] = lo.y, r.line[c][2] = lo.z, r.line[c][3] = lo.w;
+      r.line[c][4] = hi.x, r.line[c][5] = hi.y, r.line[c][6] = hi.z, r.line[c][7] = hi.w;
+    }
+    return r;
+  } else {
+    float a[4];
+    a_rows<kD>(a, tile, r0, k0);
+    return operand<kA>(a);
+  }
+}
+
+// b_cols as an operand: B(k, n) = M[n0 + n][k0 + k].
+template <int kD, Arith kA>
+__device__ inline Operand<kA, 2> b_cols_operand(const float* tile, int n0, int k0) {
+  if constexpr (kA == Arith::kFp32) {
+    Fp32Lines<2> r;
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {  // columns 2t and 2t + 1: rows n0 + 2t + c of M
+      const float4* p = reinterpret_cast<const float4*>(tile + (n0 + 2 * t + c) * kLd<kD> + k0);
+      const float4 lo = p[0], hi = p[1];
+      r.line[c][0] = lo.x, r.line[c][1] = lo.y, r.line[c][2] = lo.z, r.line[c][3] = lo.w;
+      r.line[c][4] = hi.x, r.line[c][5] = hi.y, r.line[c][6] = hi.z, r.line[c][7] = hi.w;
+    }
+    return r;
+  } else {
+    float b[2];
+    b_cols<kD>(b, tile, n0, k0);
+    return operand<kA>(b);
+  }
+}
+
+// b_rows as an operand: B(k, n) = M[k0 + row(k)][n0 + n], with row(k) = 2k for k < 4 and
+// 2 (k - 4) + 1 above, the order of an accumulator used as A.
+template <int kD, Arith kA>
+__device__ inline Operand<kA, 2> b_rows_operand(const float* tile, int k0, int n0) {
+  if constexpr (kA == Arith::kFp32) {
+    Fp32Lines<2> r;
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int row = k < 4 ? 2 * k : 2 * (k - 4) + 1;
+      const float2 v = *reinterpret_cast<const float2*>(tile + (k0 + row) * kLd<kD> + n0 + 2 * t);
+      r.line[0][k] = v.x, r.line[1][k] = v.y;
+    }
+    return r;
+  } else {
+    float b[2];
+    b_rows<kD>(b, tile, k0, n0);
+    return operand<kA>(b);
+  }
+}
+
 // An accumulator (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) as the A operand of
 // the next product, columns in b_rows' order.
 __device__ inline void acc_as_a(float a[4], const float c[4]) {
@@ -71,11 +140,7 @@ __device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4]
     acc_as_a(a, p[j]);
     const Operand<kA, 4> ta = operand<kA>(a);
 #pragma unroll
-    for (int n = 0; n < kD / 8; ++n) {
-      float fb[2];
-      b_rows<kD>(fb, b, 8 * j, 8 * n);
-      mma<kA>(acc[n], ta, operand<kA>(fb));
-    }
+    for (int n = 0; n < kD / 8; ++n) mma<kA>(acc[n], ta, b_rows_operand<kD, kA>(b, 8 * j, 8 * n));
   }
 }
 

@@ -1,0 +1,88 @@
+// The fused attention on BF16 and F16 operands (Note [16-bit attention through the FP32
+// kernels] in kernels/attention.cpp): forward and backward must be exactly the FP32
+// kernels' results on the widened operands, rounded once to the 16-bit dtype, and close
+// to FP32 on the unrounded operands within the format's rounding. On both devices.
+#include <vector>
+
+#include "tests/support/test_support.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+namespace {
+
+class AttentionHalfTest : public testing::DeviceTest {};
+
+Tensor as(const Tensor& t, DataType dtype) {
+  Tensor out = Tensor::Empty(t.sizes(), TensorOption().WithDtype(dtype).OnDevice(t.device()));
+  ops::convert(t, out);
+  return out;
+}
+
+// out, grad_q, grad_k, grad_v (in q's dtype) and lse for causal attention with dropout
+// 0.1 on [B 2, H 2, T 70, D 32]: past one 64-row tile, and a D the CUDA kernels compile.
+std::vector<Tensor> run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g) {
+  const TensorOption like = TensorOption().WithDtype(q.dtype()).OnDevice(q.device());
+  const Tensor out = Tensor::Empty(q.sizes(), like);
+  const Tensor lse = Tensor::Empty({q.size(0), q.size(1), q.size(2)}, TensorOption().OnDevice(q.device()));
+  ops::attention_forward(q, k, v, true, 0.1f, 5, 9, out, lse);
+  std::vector<Tensor> r = {out, Tensor::Empty(q.sizes(), like), Tensor::Empty(k.sizes(), like),
+                           Tensor::Empty(v.sizes(), like), lse};
+  ops::attention_backward(q, k, v, out, lse, g, true, 0.1f, 5, 9, r[1], r[2], r[3]);
+  return r;
+}
+
+TEST_P(AttentionHalfTest, IsTheFp32ResultRoundedOnceAndCloseToFp32) {
+  Generator gen(4);
+  const TensorOption on = TensorOption().OnDevice(device());
+  const Shape shape = {2, 2, 70, 32};
+  const Tensor q = Tensor::Randn(shape, on, &gen), k = Tensor::Randn(shape, on, &gen);
+  const Tensor v = Tensor::Randn(shape, on, &gen), g = Tensor::Randn(shape, on, &gen);
+  const std::vector<Tensor> fp32 = run(q, k, v, g);
+  const char* names[] = {"out", "grad_q", "grad_k", "grad_v", "lse"};
+  for (const DataType dtype : {DataType::BF16, DataType::F16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor qh = as(q, dtype), kh = as(k, dtype), vh = as(v, dtype), gh = as(g, dtype);
+    const std::vector<Tensor> half = run(qh, kh, vh, gh);
+    // The backward's FP32 reference takes the 16-bit forward's output, as the 16-bit
+    // backward does: out is an input of the backward (its delta term).
+    const Tensor q32 = as(qh, DataType::F32), k32 = as(kh, DataType::F32);
+    const Tensor v32 = as(vh, DataType::F32), g32 = as(gh, DataType::F32);
+    const std::vector<Tensor> wide = run(q32, k32, v32, g32);
+    const TensorOption like32 = TensorOption().OnDevice(device());
+    const Tensor out_h32 = as(half[0], DataType::F32);
+    std::vector<Tensor> grads = {Tensor::Empty(shape, like32), Tensor::Empty(shape, like32),
+                                 Tensor::Empty(shape, like32)};
+    ops::attention_backward(q32, k32, v32, out_h32, wide[4], g32, true, 0.1f, 5, 9, grads[0],
+                            grads[1], grads[2]);
+    const std::vector<Tensor> want = {wide[0], grads[0], grads[1], grads[2]};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(half[i].dtype(), dtype) << names[i];
+      EXPECT_EQ(as(half[i], DataType::F32).ToVector<float>(),
+                as(as(want[i], dtype), DataType::F32).ToVector<float>())
+          << names[i] << ": not the FP32 result rounded once";
+      // Against FP32 on the unrounded inputs: the inputs' rounding (2^-8 or 2^-11 relative)
+      // moves every score, so allow several units of the format.
+      const double tolerance = dtype == DataType::BF16 ? 0.06 : 0.01;
+      EXPECT_LT(testing::max_relative_error(as(half[i], DataType::F32), fp32[i]), tolerance)
+          << names[i];
+    }
+    EXPECT_EQ(half[4].ToVector<float>(), wide[4].ToVector<float>()) << "lse";
+  }
+}
+
+TEST_P(AttentionHalfTest, MixedDtypesAreRefused) {
+  const TensorOption on = TensorOption().OnDevice(device());
+  const Tensor q = as(Tensor::Zeros({1, 1, 4, 8}, on), DataType::BF16);
+  const Tensor k = Tensor::Zeros({1, 1, 4, 8}, on), out = Tensor::Empty({1, 1, 4, 8}, on);
+  const Tensor lse = Tensor::Empty({1, 1, 4}, on);
+  EXPECT_THROW(ops::attention_forward(q, k, k, true, 0.0f, 0, 0, out, lse), Error);
+  const Tensor qi = Tensor::Zeros({1, 1, 4, 8}, on.WithDtype(DataType::I32));
+  EXPECT_TRUE(testing::contains(
+      testing::error_message([&] { ops::attention_forward(qi, qi, qi, true, 0.0f, 0, 0, qi, lse); }),
+      "f32, bf16 or f16"));
+}
+
+ZERO_INSTANTIATE_DEVICE_TEST(AttentionHalfTest);
+
+}  // namespace
+}  // namespace zero
