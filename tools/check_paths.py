@@ -40,7 +40,8 @@ NOT_OURS = {
     # llm.c's trainer, which the chapters compare with
     'train_gpt2.cu',
     # written into the build folder by cmake/EmbedCorpus.cmake
-    'default_corpus_data.cpp',
+    'project_corpus_data.cpp',
+    'chinese_corpus_data.cpp',
     # placeholders in the usage lines of cmake/ZeroHelpers.cmake
     'k.cu', 'f.cpp',
 }

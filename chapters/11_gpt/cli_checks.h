@@ -134,6 +134,7 @@ inline void check_options(CLI::App& app, std::initializer_list<const char*> name
 inline void check_train_flags(CLI::App& app) {
   check_options(app, {"--out-dir"}, non_empty());
   check_options(app, {"--data"}, CLI::ExistingFile);
+  app.get_option("--corpus")->check(CLI::IsMember({"project", "chinese"}))->excludes("--data");
   check_options(app,
                 {"--n-layer", "--n-head", "--n-embd", "--block-size", "--batch-size",
                  "--eval-iters", "--nproc"},

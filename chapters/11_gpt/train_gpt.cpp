@@ -47,7 +47,8 @@ void on_sigint(int) {
 }
 
 struct RunOptions {
-  std::string device = "auto", dtype = "auto", data, out_dir = "out/gpt", init_from, prompt = "\n";
+  std::string device = "auto", dtype = "auto", data, corpus = "project", out_dir = "out/gpt";
+  std::string init_from, prompt = "\n";
   bool resume = false, quick = false;
   int64_t eval_every = 0, eval_iters = 0, sample_every = 0, log_every = 0, nproc = 1;
   int64_t samples = 0, sample_tokens = 0, top_k = 200, profile = 0;
@@ -90,9 +91,10 @@ int run(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.add_option("--device", o.device,
                  "auto, cpu, cuda or cuda:N (the defaults shown depend on it)");
-  app.add_option("--dtype", o.dtype, "auto (bf16 on a GPU of sm_80 or newer, else fp32), fp32, "
-                 "bf16 or fp16 (with loss scaling): what the model computes in");
-  app.add_option("--data", o.data, "a UTF-8 text file to train on (default: the built-in corpus)");
+  app.add_option("--dtype", o.dtype, "what the model computes in (auto: bf16 on sm_80+, or fp32)");
+  app.add_option("--data", o.data, "a UTF-8 text file to train on (default: --corpus)");
+  app.add_option("--corpus", o.corpus, "without --data: project (the project's text and "
+                 "sources) or chinese (the book's Chinese pages), built in");
   app.add_option("--out-dir", o.out_dir, "where data, checkpoints, metrics and the curve go");
   app.add_flag("--resume", o.resume, "continue the run saved in OUT_DIR/checkpoint");
   app.add_option("--init-from", o.init_from, "start from the weights of this checkpoint folder");
@@ -156,10 +158,11 @@ int run(int argc, char** argv) {
     data_dir = train::resume_data_dir(saved, out.string(), ckpt.string());
     std::cout << "resuming " << ckpt.string() << " at step " << saved.step << "\n";
   } else {
-    const std::string text = o.data.empty() ? data::default_corpus() : data::read_text_file(o.data);
-    std::cout << "data: "
-              << (o.data.empty() ? "the built-in corpus (project text and sources)" : o.data)
-              << ", " << text.size() << " bytes\n";
+    const std::string text =
+        o.data.empty() ? data::builtin_corpus(o.corpus) : data::read_text_file(o.data);
+    std::cout << "data: " << (!o.data.empty() ? o.data : o.corpus == "chinese"
+        ? "the built-in Chinese corpus (the book's Chinese pages)"
+        : "the built-in corpus (project text and sources)") << ", " << text.size() << " bytes\n";
     const fs::path shown = out / (dist.rank > 0 ? "data-rank" + std::to_string(dist.rank) : "data");
     staged.emplace(fs::absolute(shown).string());
     data_dir = staged->final_dir();
@@ -210,7 +213,6 @@ int run(int argc, char** argv) {
       (long long)m.vocab_size, trainer.model().NumParameters() / 1e6, (long long)batch,
       (long long)m.block_size, (long long)tokens_per_step, (long long)cfg.max_steps, cfg.lr,
       cfg.min_lr, (long long)cfg.warmup, m.dropout, device.ToString().c_str(), dtype);
-
   const train::TokenSampler sampler = ch11::pick_sampler();
   Generator sample_gen(cfg.seed + 2);
   const std::string metrics_path = (out / "metrics.jsonl").string();
@@ -284,9 +286,8 @@ int run(int argc, char** argv) {
   }
   if (cfg.max_steps > 0) trainer.Save(ckpt.string());
   redraw();
-  std::printf("best val loss %.4f (%s, %lld updates skipped); checkpoints in %s and %s, "
-              "metrics in %s, curve in %s\n", trainer.best_val_loss(), dtype,
-              (long long)trainer.skipped_steps(), ckpt.c_str(), best.c_str(), metrics_path.c_str(),
+  std::printf("best val loss %.4f (%s); checkpoints in %s and %s, metrics in %s, curve in %s\n",
+              trainer.best_val_loss(), dtype, ckpt.c_str(), best.c_str(), metrics_path.c_str(),
               curve_path.c_str());
   std::signal(SIGINT, SIG_DFL);  // everything is saved: Ctrl-C now simply ends the samples
   print_samples(trainer.model(), tok, o, o.samples, sample_gen, sampler);

@@ -1,11 +1,13 @@
-// Tests of the built-in corpus (data/corpus.h): non-empty, valid UTF-8, assembled from
-// the files the build listed, and containing text known to be in them.
+// Tests of the built-in corpora (data/corpus.h): non-empty, valid UTF-8, assembled from
+// the files the build listed, and containing text known to be in them; the Chinese one
+// holds every Chinese page and nothing else.
 #include "zero/data/corpus.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include "tests/data/test_files.h"
 #include "zero/data/char_tokenizer.h"
@@ -42,6 +44,32 @@ TEST(CorpusTest, ContainsTheListedFilesInSortedOrder) {
     ASSERT_FALSE(first_line.empty()) << f;
     EXPECT_NE(default_corpus().find(first_line), std::string::npos) << f << ": " << first_line;
   }
+}
+
+TEST(CorpusTest, TheChineseCorpusIsEveryChinesePageInOrder) {
+  const std::vector<std::string> files = chinese_corpus_files();
+  ASSERT_FALSE(files.empty());
+  EXPECT_TRUE(std::is_sorted(files.begin(), files.end()));
+  EXPECT_NE(std::find(files.begin(), files.end(), "chapters/11_gpt/README.zh.md"), files.end());
+  const std::string& text = chinese_corpus();
+  EXPECT_NO_THROW(decode_utf8(text));
+  size_t offset = 0;
+  for (const std::string& f : files) {
+    EXPECT_EQ(f.compare(f.size() - 12, 12, "README.zh.md"), 0) << f;
+    // The files in order, each followed by one blank line: the whole text, byte for byte.
+    std::ifstream in(std::string(ZERO_SOURCE_DIR) + "/" + f, std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (content.empty() || content.back() != '\n') content += '\n';
+    content += '\n';
+    ASSERT_EQ(text.compare(offset, content.size(), content), 0) << f << " at byte " << offset;
+    offset += content.size();
+  }
+  EXPECT_EQ(offset, text.size());
+  // Thousands of characters, most of them Chinese (the series' terms among them).
+  const CharTokenizer tok = CharTokenizer::FromText(text);
+  EXPECT_GT(tok.vocab_size(), 1000);
+  EXPECT_NE(text.find("张量"), std::string::npos);
+  EXPECT_NE(text.find("算子"), std::string::npos);
 }
 
 }  // namespace

@@ -47,6 +47,12 @@ BlasHandle& blas_state(int device) {
   if (handles[device] == nullptr) {
     auto* h = new BlasHandle();
     ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
+    // With a 16-bit output, cuBLAS may otherwise sum the pieces of a split-K product in
+    // that output type, rounding each partial sum: measured on the H200 as errors of
+    // several BF16 units in `out += a b` (MatmulHalfTest). FP32 outputs are unaffected.
+    ZERO_CUBLAS_CHECK(cublasSetMathMode(
+        h->handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     h->workspace = Tensor::Empty({static_cast<int64_t>(cuda::kBlasWorkspaceBytes / 4)},
                                  TensorOption().OnDevice(Device::Cuda(device)));
     ZERO_CUBLAS_CHECK(

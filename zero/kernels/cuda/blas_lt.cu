@@ -151,6 +151,11 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
   ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref,
                                                          CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                          &workspace_bytes, sizeof(workspace_bytes)));
+  // A split reduction sums its partial products in FP32 (in the workspace), never in a
+  // 16-bit output, which would round every partial sum (as for cuBLAS in blas.cu).
+  const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes)));
   const float alpha = 1.0f;
   const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
     return cublasLtMatmul(handle, op.desc, &alpha, A, la.layout, B, lb.layout, &beta, D,
