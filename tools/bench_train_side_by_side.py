@@ -12,7 +12,8 @@ each in FP32 (TF32 off on both sides: Zero's default, cuBLAS SGEMM and attention
 FMAs) and with Tensor Cores (Zero: MX_FAST_MATMUL=tf32; PyTorch: allow_tf32). The
 "3xtf32" rows, which have no target, show Zero with MX_FAST_MATMUL=3xtf32 (large GEMMs
 and the attention as three TF32 products; Note [FP32 GEMMs on TF32 Tensor Cores]) against
-PyTorch FP32. Zero runs as tools/bench_train_step; PyTorch runs here, with the
+PyTorch FP32; the "bf16" rows, also without a target, Zero's --dtype bf16 against PyTorch's
+bf16 autocast (eager), with no floor column. Zero runs as tools/bench_train_step; PyTorch runs here, with the
 model of tools/torch_reference.py (nanoGPT's architecture), F.cross_entropy on the full
 logits, clip_grad_norm_ and AdamW(fused=True), as nanoGPT's train.py does. Both time each
 step on the host up to reading the loss (so the GPU has finished it), after --warmup
@@ -46,13 +47,16 @@ ROWS = [
     ("gpt2 tf32", "gpt2", "tf32", True, 0.80, None),
     ("char 3xtf32", "char", "3xtf32", False, None, None),
     ("gpt2 3xtf32", "gpt2", "3xtf32", False, None, None),
+    # Zero --dtype bf16 against PyTorch bf16 autocast, eager (no target yet).
+    ("char bf16", "char", "ieee", False, None, None),
+    ("gpt2 bf16", "gpt2", "ieee", False, None, None),
 ]
 
 
-def zero_step(build, preset, fast, steps, warmup, profile):
+def zero_step(build, preset, fast, steps, warmup, profile, dtype="fp32"):
     exe = pathlib.Path(build) / "tools" / "bench_train_step"
     cmd = [str(exe), "--preset", preset, "--steps", str(steps), "--warmup", str(warmup), "--json",
-           "--device", "cuda"]
+           "--device", "cuda", "--dtype", dtype]
     if profile:
         cmd += ["--profile", "3"]
     env = dict(os.environ, MX_FAST_MATMUL=fast)
@@ -63,7 +67,7 @@ def zero_step(build, preset, fast, steps, warmup, profile):
     return json.loads(lines[-1]), "\n".join(lines[:-1])
 
 
-def torch_step(preset, tf32, steps, warmup):
+def torch_step(preset, tf32, steps, warmup, dtype="fp32"):
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -83,11 +87,14 @@ def torch_step(preset, tf32, steps, warmup):
     b, t, v = p["batch"], p["block_size"], p["vocab_size"]
     data = torch.randint(0, v, (64, b, t + 1), device="cuda")
 
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == "bf16")
+
     def step(i):
         batch = data[i % len(data)]
         x, y = batch[:, :-1], batch[:, 1:]
-        logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, v), y.reshape(-1))
+        with autocast:
+            logits = model(x)
+            loss = F.cross_entropy(logits.view(-1, v).float(), y.reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -150,9 +157,10 @@ def main():
     for work, preset, fast, tf32, target, mem_target in ROWS:
         if work not in wanted:
             continue
-        z, log = zero_step(args.build, preset, fast, args.steps, args.warmup, args.profile)
+        dtype = "bf16" if work.endswith("bf16") else "fp32"
+        z, log = zero_step(args.build, preset, fast, args.steps, args.warmup, args.profile, dtype)
         print(f"--- {work}\n{log}", flush=True)
-        t = torch_step(preset, tf32, args.steps, args.warmup) if have_torch else None
+        t = torch_step(preset, tf32, args.steps, args.warmup, dtype) if have_torch else None
         if t:
             print(f"PyTorch {work}: median {t['ms']:.2f} ms/step, peak {t['peak_bytes'] / 2**30:.2f} GiB",
                   flush=True)
@@ -170,9 +178,10 @@ def main():
     print(head)
     ok = True
     for work, fast, tf32, target, mem_target, z, t in results:
-        floor = z["flops"] / (rate[tf32] * 1e9) if rate else float("nan")
-        zero_rate = {"3xtf32": rate[True] / 3, "tf32": rate[True], "ieee": rate[False]}[fast] if rate else None
-        zero_floor = z["flops"] / (zero_rate * 1e9) if rate else float("nan")
+        have_rate = rate and not work.endswith("bf16")  # no BF16 GEMM rate is measured yet
+        floor = z["flops"] / (rate[tf32] * 1e9) if have_rate else float("nan")
+        zero_rate = {"3xtf32": rate[True] / 3, "tf32": rate[True], "ieee": rate[False]}[fast] if have_rate else None
+        zero_floor = z["flops"] / (zero_rate * 1e9) if have_rate else float("nan")
         ratio = z["ms"] / t["ms"] if t else float("nan")
         mem = z["peak_bytes"] / t["peak_bytes"] if t else float("nan")
         if target is not None:

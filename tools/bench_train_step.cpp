@@ -60,7 +60,7 @@ train::TokenData random_tokens(int64_t vocab, int64_t count, uint64_t seed) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Times Zero's GPT training step"};
-  std::string name = "char", device_name = "auto";
+  std::string name = "char", device_name = "auto", dtype_name = "fp32";
   int64_t batch = 0, steps = 20, warmup = 5, profile = 0;
   int64_t n_layer = 0, n_head = 0, n_embd = 0, block_size = 0, vocab = 0;  // 0: the preset's
   float dropout = -1;                                                      // < 0: the preset's
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "then profile this many steps and print the per-op table");
   app.add_option("--device", device_name, "cpu, cuda, cuda:N or auto");
   app.add_flag("--json", json, "end with one JSON line of the figures");
+  app.add_option("--dtype", dtype_name, "fp32, bf16, fp16 or auto, as train_gpt's --dtype");
   app.add_option("--n-layer", n_layer, "transformer blocks (default: the preset's)");
   app.add_option("--n-head", n_head, "attention heads (default: the preset's)");
   app.add_option("--n-embd", n_embd, "width of the residual stream (default: the preset's)");
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     if (dropout >= 0) cfg.model.dropout = dropout;
     cfg.max_steps = warmup + steps + profile;
     const Device device = train::resolve_device(device_name);
+    cfg.dtype = train::resolve_dtype(dtype_name, device);
     const int64_t tokens = cfg.batch_size * cfg.model.block_size;
     train::Trainer trainer(cfg, random_tokens(cfg.model.vocab_size, 4 << 20, 1), device);
     TensorContext& memory = DefaultTensorContext::Get(device);
