@@ -48,8 +48,8 @@ BlasHandle& blas_state(int device) {
     auto* h = new BlasHandle();
     ZERO_CUBLAS_CHECK(cublasCreate(&h->handle));
     // With a 16-bit output, cuBLAS may otherwise sum the pieces of a split-K product in
-    // that output type, rounding each partial sum: measured on the H200 as errors of
-    // several BF16 units in `out += a b` (MatmulHalfTest). FP32 outputs are unaffected.
+    // that output type, rounding each partial sum (cuBLAS's documentation of the flag).
+    // FP32 outputs are unaffected.
     ZERO_CUBLAS_CHECK(cublasSetMathMode(
         h->handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
@@ -207,6 +207,16 @@ const void* element(const Tensor& t, int64_t offset) {
 
 void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool accumulate) {
   cuda::set_device(out);
+  if (accumulate && out.dtype() != DataType::F32 && out.numel() > 0) {
+    // out += a b into a 16-bit out: with beta = 1 cuBLAS rounded the product to out's
+    // type before adding out (two roundings: errors of a BF16 unit of the product on the
+    // H200, MatmulHalfTest). So the sum is made in FP32 and rounded once.
+    const Tensor wide = Tensor::Empty(out.sizes(), TensorOption().OnDevice(out.device()));
+    convert(out, wide);
+    matmul_cuda(a_in, b_in, wide, true);
+    convert(wide, out);
+    return;
+  }
   MatrixLayout la, lb;
   const Tensor a = matrix_layout(a_in, la) ? a_in : contiguous(a_in);
   const Tensor b = matrix_layout(b_in, lb) ? b_in : contiguous(b_in);
