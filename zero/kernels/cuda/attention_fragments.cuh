@@ -53,6 +53,14 @@ __device__ inline void b_rows(float b[2], const float* tile, int k0, int n0) {
   b[0] = p[0], b[1] = p[kLd<kD>];
 }
 
+// The 8 floats at p, 16-byte aligned, as two float4 loads.
+__device__ inline void load_line(float (&line)[8], const float* p) {
+  const float4* v = reinterpret_cast<const float4*>(p);
+  const float4 lo = v[0], hi = v[1];
+  line[0] = lo.x, line[1] = lo.y, line[2] = lo.z, line[3] = lo.w;
+  line[4] = hi.x, line[5] = hi.y, line[6] = hi.z, line[7] = hi.w;
+}
+
 // The operands of kA's products straight from a shared tile. For the Tensor-Core modes
 // these are the fragments above, made into operands; for kFp32 each thread reads the
 // lines its own outputs need (Fp32Lines) from shared memory itself, which costs a few
@@ -66,12 +74,7 @@ __device__ inline Operand<kA, 4> a_rows_operand(const float* tile, int r0, int k
     Fp32Lines<4> r;
     const int g = threadIdx.x % 32 / 4;
 #pragma unroll
-    for (int c = 0; c < 2; ++c) {  // rows g and g + 8
-      const float4* p = reinterpret_cast<const float4*>(tile + (r0 + g + 8 * c) * kLd<kD> + k0);
-      const float4 lo = p[0], hi = p[1];
-      r.line[c][0] = lo.x, r.line[c][1] = lo.y, r.line[c][2] = lo.z, r.line[c][3] = lo.w;
-      r.line[c][4] = hi.x, r.line[c][5] = hi.y, r.line[c][6] = hi.z, r.line[c][7] = hi.w;
-    }
+    for (int c = 0; c < 2; ++c) load_line(r.line[c], tile + (r0 + g + 8 * c) * kLd<kD> + k0);
     return r;
   } else {
     float a[4];
@@ -88,10 +91,7 @@ __device__ inline Operand<kA, 2> b_cols_operand(const float* tile, int n0, int k
     const int t = threadIdx.x % 4;
 #pragma unroll
     for (int c = 0; c < 2; ++c) {  // columns 2t and 2t + 1: rows n0 + 2t + c of M
-      const float4* p = reinterpret_cast<const float4*>(tile + (n0 + 2 * t + c) * kLd<kD> + k0);
-      const float4 lo = p[0], hi = p[1];
-      r.line[c][0] = lo.x, r.line[c][1] = lo.y, r.line[c][2] = lo.z, r.line[c][3] = lo.w;
-      r.line[c][4] = hi.x, r.line[c][5] = hi.y, r.line[c][6] = hi.z, r.line[c][7] = hi.w;
+      load_line(r.line[c], tile + (n0 + 2 * t + c) * kLd<kD> + k0);
     }
     return r;
   } else {
