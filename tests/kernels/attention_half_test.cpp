@@ -23,7 +23,8 @@ Tensor as(const Tensor& t, DataType dtype) {
 std::vector<Tensor> run(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g) {
   const TensorOption like = TensorOption().WithDtype(q.dtype()).OnDevice(q.device());
   const Tensor out = Tensor::Empty(q.sizes(), like);
-  const Tensor lse = Tensor::Empty({q.size(0), q.size(1), q.size(2)}, TensorOption().OnDevice(q.device()));
+  const Tensor lse =
+      Tensor::Empty({q.size(0), q.size(1), q.size(2)}, TensorOption().OnDevice(q.device()));
   ops::attention_forward(q, k, v, true, 0.1f, 5, 9, out, lse);
   std::vector<Tensor> r = {out, Tensor::Empty(q.sizes(), like), Tensor::Empty(k.sizes(), like),
                            Tensor::Empty(v.sizes(), like), lse};
@@ -78,7 +79,8 @@ TEST_P(AttentionHalfTest, MixedDtypesAreRefused) {
   EXPECT_THROW(ops::attention_forward(q, k, k, true, 0.0f, 0, 0, out, lse), Error);
   const Tensor qi = Tensor::Zeros({1, 1, 4, 8}, on.WithDtype(DataType::I32));
   EXPECT_TRUE(testing::contains(
-      testing::error_message([&] { ops::attention_forward(qi, qi, qi, true, 0.0f, 0, 0, qi, lse); }),
+      testing::error_message(
+          [&] { ops::attention_forward(qi, qi, qi, true, 0.0f, 0, 0, qi, lse); }),
       "f32, bf16 or f16"));
 }
 

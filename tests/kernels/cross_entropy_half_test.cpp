@@ -20,11 +20,11 @@ using testing::cpu_f32;
 using testing::empty;
 using testing::error_message;
 using testing::expect_rounded_from;
+using testing::kHalfTypes;
 using testing::rounded_randn;
 
 class CrossEntropyHalfTest : public testing::DeviceTest {};
 
-constexpr DataType kHalfTypes[] = {DataType::BF16, DataType::F16};
 constexpr int kIgnore = -100;
 constexpr int64_t kRows = 37, kVocab = 300;
 

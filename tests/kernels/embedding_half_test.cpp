@@ -18,11 +18,11 @@ using testing::cpu_f32;
 using testing::empty;
 using testing::error_message;
 using testing::expect_rounded_from;
+using testing::kHalfTypes;
 using testing::rounded_randn;
 
 class EmbeddingHalfTest : public testing::DeviceTest {};
 
-constexpr DataType kHalfTypes[] = {DataType::BF16, DataType::F16};
 constexpr int64_t kVocab = 50, kWidth = 24;
 
 // [2, 600] ids: the first row walks the table, the second names row 3 every time, so

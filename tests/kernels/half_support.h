@@ -29,6 +29,9 @@
 
 namespace zero::testing {
 
+// The two 16-bit float types every half test runs.
+inline constexpr DataType kHalfTypes[] = {DataType::BF16, DataType::F16};
+
 // Round-to-nearest-even's relative error bound u: 2^-8 for BF16, 2^-11 for F16.
 inline double unit_roundoff(DataType dtype) {
   return dtype == DataType::BF16 ? 0x1p-8 : dtype == DataType::F16 ? 0x1p-11 : 0x1p-24;

@@ -19,11 +19,11 @@ using testing::cpu_f32;
 using testing::empty;
 using testing::error_message;
 using testing::expect_rounded_from;
+using testing::kHalfTypes;
 using testing::rounded_randn;
 
 class LayerNormHalfTest : public testing::DeviceTest {};
 
-constexpr DataType kHalfTypes[] = {DataType::BF16, DataType::F16};
 constexpr float kEps = 1e-5f;
 
 // The CPU FP32 forward and backward on F32 tensors (the reference).

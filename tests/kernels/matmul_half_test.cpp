@@ -19,11 +19,11 @@ using testing::cpu_f32;
 using testing::empty;
 using testing::error_message;
 using testing::expect_rounded_from;
+using testing::kHalfTypes;
 using testing::rounded_randn;
 
 class MatmulHalfTest : public testing::DeviceTest {};
 
-constexpr DataType kHalfTypes[] = {DataType::BF16, DataType::F16};
 
 // The F32 CPU product of F32 tensors (the reference), added to `acc` when given.
 Tensor reference_matmul(const Tensor& a, const Tensor& b, const Tensor& acc = Tensor()) {

@@ -107,8 +107,8 @@ Tensor widened(const Tensor& t) {
 // An FP32 tensor to compute `out` in: `out` itself when it is FP32, else a new one whose
 // values rounded() later writes into `out`.
 Tensor wide_output(const Tensor& out) {
-  return out.dtype() == DataType::F32 ? out
-                                      : Tensor::Empty(out.sizes(), TensorOption().OnDevice(out.device()));
+  if (out.dtype() == DataType::F32) return out;
+  return Tensor::Empty(out.sizes(), TensorOption().OnDevice(out.device()));
 }
 
 void rounded(const Tensor& wide, const Tensor& out) {
