@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Zero's GPT training step next to PyTorch eager on the same GPU, in one call.
+"""Zero's GPT training step next to PyTorch (eager and torch.compile) on the same GPU, in one call.
 
     python3 tools/bench_train_side_by_side.py [--build build/default] [--steps 20] [--profile]
+                                              [--rows char fp32,gpt2 bf16,...] [--no-compile]
 
 A step is forward, backward, global-norm clip 1.0 and AdamW, for:
 
@@ -9,22 +10,27 @@ A step is forward, backward, global-norm clip 1.0 and AdamW, for:
   gpt2   GPT-2 124M: 12 layers, 12 heads, 768 wide, vocab 50304, B 8, T 1024, no dropout
 
 each in FP32 (TF32 off on both sides: Zero's default, cuBLAS SGEMM and attention on FP32
-FMAs) and with Tensor Cores (Zero: MX_FAST_MATMUL=tf32; PyTorch: allow_tf32). The
-"3xtf32" rows, which have no target, show Zero with MX_FAST_MATMUL=3xtf32 (large GEMMs
-and the attention as three TF32 products; Note [FP32 GEMMs on TF32 Tensor Cores]) against
-PyTorch FP32; the "bf16" rows, also without a target, Zero's --dtype bf16 against PyTorch's
-bf16 autocast (eager), with no floor column. Zero runs as tools/bench_train_step; PyTorch runs here, with the
-model of tools/torch_reference.py (nanoGPT's architecture), F.cross_entropy on the full
-logits, clip_grad_norm_ and AdamW(fused=True), as nanoGPT's train.py does. Both time each
-step on the host up to reading the loss (so the GPU has finished it), after --warmup
-steps, and report the median of --steps. Peak memory is the allocator's peak of live
-bytes during the timed steps (torch.cuda.max_memory_allocated; Zero's CachingPool).
+FMAs), with TF32 Tensor Cores (Zero: MX_FAST_MATMUL=tf32; PyTorch: allow_tf32) and in
+BF16 (Zero: --dtype bf16, FP32 master weights; PyTorch: bf16 autocast). The "3xtf32"
+rows, which have no target, show Zero with MX_FAST_MATMUL=3xtf32 (large GEMMs and the
+attention as three TF32 products; Note [FP32 GEMMs on TF32 Tensor Cores]) against
+PyTorch FP32. Zero runs as tools/bench_train_step; PyTorch runs here, with the model of
+tools/torch_reference.py (nanoGPT's architecture), F.cross_entropy on the full logits,
+clip_grad_norm_ and AdamW(fused=True), as nanoGPT's train.py does, once eager and, for
+the TF32 and BF16 rows, once more under torch.compile (the whole step's model forward
+and loss compiled; what a PyTorch user runs for speed). Each row's ratio is against
+the PyTorch it is targeted at: eager for FP32 (its arithmetic is the same), compiled for
+TF32 and BF16. Both time each step on the host up to reading the loss (so the GPU has
+finished it), after --warmup steps, and report the median of --steps. Peak memory is the
+allocator's peak of live bytes during the timed steps (torch.cuda.max_memory_allocated;
+Zero's CachingPool).
 
 The floor column is the step's model FLOPs (6N + 12LCT per token, nanoGPT's count) at
-the GEMM rate this card reaches in this run (an 8192^3 torch.matmul in the same mode):
-no implementation that does the model's arithmetic at that rate can be faster. The
-"Zero floor" column is the same FLOPs at the rate of the GEMMs Zero runs: TF32's rate
-over three for 3xtf32.
+the GEMM rate this card reaches in this run (an 8192^3 torch.matmul in the row's
+arithmetic: FP32, TF32 or BF16): no implementation that does the model's arithmetic at
+that rate can be faster. MFU is Zero's model FLOPs per second over that rate. The "Zero
+floor" column is the same FLOPs at the rate of the GEMMs Zero runs: TF32's rate over
+three for 3xtf32.
 """
 import argparse
 import json
@@ -39,17 +45,17 @@ PRESETS = {
     "char": dict(vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384, batch=64, dropout=0.2),
     "gpt2": dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768, batch=8, dropout=0.0),
 }
-# (work, preset, Zero's MX_FAST_MATMUL, PyTorch TF32, time target, memory target)
+# (work, preset, Zero's MX_FAST_MATMUL, dtype, PyTorch TF32, the PyTorch compared with,
+#  time target, memory target). The char model's memory target holds for every row.
 ROWS = [
-    ("char fp32", "char", "ieee", False, 0.95, None),
-    ("gpt2 fp32", "gpt2", "ieee", False, 1.00, 0.80),
-    ("char tf32", "char", "tf32", True, 0.80, None),
-    ("gpt2 tf32", "gpt2", "tf32", True, 0.80, None),
-    ("char 3xtf32", "char", "3xtf32", False, None, None),
-    ("gpt2 3xtf32", "gpt2", "3xtf32", False, None, None),
-    # Zero --dtype bf16 against PyTorch bf16 autocast, eager (no target yet).
-    ("char bf16", "char", "ieee", False, None, None),
-    ("gpt2 bf16", "gpt2", "ieee", False, None, None),
+    ("char fp32", "char", "ieee", "fp32", False, "eager", 0.95, 0.80),
+    ("gpt2 fp32", "gpt2", "ieee", "fp32", False, "eager", 1.00, None),
+    ("char tf32", "char", "tf32", "fp32", True, "compiled", 0.70, 0.80),
+    ("gpt2 tf32", "gpt2", "tf32", "fp32", True, "compiled", 0.70, None),
+    ("char bf16", "char", "ieee", "bf16", False, "compiled", 0.65, 0.80),
+    ("gpt2 bf16", "gpt2", "ieee", "bf16", False, "compiled", 0.80, 0.80),
+    ("char 3xtf32", "char", "3xtf32", "fp32", False, "eager", None, None),
+    ("gpt2 3xtf32", "gpt2", "3xtf32", "fp32", False, "eager", None, None),
 ]
 
 
@@ -67,7 +73,7 @@ def zero_step(build, preset, fast, steps, warmup, profile, dtype="fp32"):
     return json.loads(lines[-1]), "\n".join(lines[:-1])
 
 
-def torch_step(preset, tf32, steps, warmup, dtype="fp32"):
+def torch_step(preset, tf32, steps, warmup, dtype="fp32", compiled=False):
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -89,12 +95,17 @@ def torch_step(preset, tf32, steps, warmup, dtype="fp32"):
 
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == "bf16")
 
+    def forward(x, y):
+        with autocast:
+            logits = model(x)
+            return F.cross_entropy(logits.view(-1, v).float(), y.reshape(-1))
+
+    loss_of = torch.compile(forward) if compiled else forward
+
     def step(i):
         batch = data[i % len(data)]
         x, y = batch[:, :-1], batch[:, 1:]
-        with autocast:
-            logits = model(x)
-            loss = F.cross_entropy(logits.view(-1, v).float(), y.reshape(-1))
+        loss = loss_of(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -117,11 +128,14 @@ def torch_step(preset, tf32, steps, warmup, dtype="fp32"):
             "peak_bytes": peak}
 
 
-def gemm_tflops(tf32):
+def gemm_tflops(kind):
+    """TFLOP/s of an 8192^3 torch.matmul in `kind`: "fp32", "tf32" or "bf16"."""
     import torch
-    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
     n = 8192
-    a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+    dtype = torch.bfloat16 if kind == "bf16" else torch.float32
+    a = torch.randn(n, n, device="cuda", dtype=dtype)
+    b = torch.randn(n, n, device="cuda", dtype=dtype)
     for _ in range(3):
         a @ b
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -132,7 +146,12 @@ def gemm_tflops(tf32):
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
+    torch.backends.cuda.matmul.allow_tf32 = False
     return 2 * n ** 3 / statistics.median(times) / 1e9
+
+
+def nan_if_none(x, f=lambda v: v):
+    return float("nan") if x is None else f(x)
 
 
 def main():
@@ -143,6 +162,8 @@ def main():
     ap.add_argument("--rows", default=",".join(r[0] for r in ROWS),
                     help="comma-separated subset of: " + ", ".join(r[0] for r in ROWS))
     ap.add_argument("--profile", action="store_true", help="print Zero's per-op breakdown of each row")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="skip torch.compile (its rows' ratios then print nan)")
     args = ap.parse_args()
     try:
         import torch
@@ -154,43 +175,55 @@ def main():
 
     wanted = set(args.rows.split(","))
     results = []
-    for work, preset, fast, tf32, target, mem_target in ROWS:
+    for work, preset, fast, dtype, tf32, versus, target, mem_target in ROWS:
         if work not in wanted:
             continue
-        dtype = "bf16" if work.endswith("bf16") else "fp32"
         z, log = zero_step(args.build, preset, fast, args.steps, args.warmup, args.profile, dtype)
         print(f"--- {work}\n{log}", flush=True)
-        t = torch_step(preset, tf32, args.steps, args.warmup, dtype) if have_torch else None
-        if t:
-            print(f"PyTorch {work}: median {t['ms']:.2f} ms/step, peak {t['peak_bytes'] / 2**30:.2f} GiB",
-                  flush=True)
-        results.append((work, fast, tf32, target, mem_target, z, t))
+        eager = torch_step(preset, tf32, args.steps, args.warmup, dtype) if have_torch else None
+        if eager:
+            print(f"PyTorch eager {work}: median {eager['ms']:.2f} ms/step, "
+                  f"peak {eager['peak_bytes'] / 2**30:.2f} GiB", flush=True)
+        compiled = None
+        if have_torch and versus == "compiled" and not args.no_compile:
+            start = time.perf_counter()
+            compiled = torch_step(preset, tf32, args.steps, args.warmup, dtype, compiled=True)
+            print(f"PyTorch compiled {work}: median {compiled['ms']:.2f} ms/step, "
+                  f"peak {compiled['peak_bytes'] / 2**30:.2f} GiB "
+                  f"({time.perf_counter() - start:.0f} s with compilation)", flush=True)
+        results.append((work, fast, dtype, tf32, versus, target, mem_target, z, eager, compiled))
 
-    rate = {False: gemm_tflops(False), True: gemm_tflops(True)} if have_torch else {}
+    rate = {k: gemm_tflops(k) for k in ("fp32", "tf32", "bf16")} if have_torch else {}
     print()
     if rate:
-        print(f"GEMM rate measured in this run (8192^3): FP32 {rate[False]:.1f} TFLOP/s, "
-              f"TF32 {rate[True]:.1f} TFLOP/s")
-    head = (f"{'work':11} {'Zero ms':>8} {'Torch ms':>8} {'floor ms':>8} {'Zero floor':>10}"
-            f" {'Zero/Torch':>10} {'target':>6}"
-            f" {'Zero tok/s':>10} {'Torch tok/s':>11} {'Zero GiB':>8} {'Torch GiB':>9} {'mem ratio':>9}"
+        print(f"GEMM rate measured in this run (8192^3): FP32 {rate['fp32']:.1f} TFLOP/s, "
+              f"TF32 {rate['tf32']:.1f} TFLOP/s, BF16 {rate['bf16']:.1f} TFLOP/s")
+    head = (f"{'work':11} {'Zero ms':>8} {'eager ms':>8} {'compiled':>8} {'floor ms':>8}"
+            f" {'Zero floor':>10} {'MFU':>5} {'ratio':>6} {'vs':>8} {'target':>6}"
+            f" {'Zero tok/s':>10} {'Zero GiB':>8} {'Torch GiB':>9} {'mem ratio':>9}"
             f" {'target':>6} {'mallocs':>7}")
     print(head)
     ok = True
-    for work, fast, tf32, target, mem_target, z, t in results:
-        have_rate = rate and not work.endswith("bf16")  # no BF16 GEMM rate is measured yet
-        floor = z["flops"] / (rate[tf32] * 1e9) if have_rate else float("nan")
-        zero_rate = {"3xtf32": rate[True] / 3, "tf32": rate[True], "ieee": rate[False]}[fast] if have_rate else None
-        zero_floor = z["flops"] / (zero_rate * 1e9) if have_rate else float("nan")
-        ratio = z["ms"] / t["ms"] if t else float("nan")
-        mem = z["peak_bytes"] / t["peak_bytes"] if t else float("nan")
+    for work, fast, dtype, tf32, versus, target, mem_target, z, eager, compiled in results:
+        kind = "bf16" if dtype == "bf16" else "tf32" if tf32 else "fp32"
+        floor = z["flops"] / (rate[kind] * 1e9) if rate else float("nan")
+        zero_rate = None
+        if rate:
+            zero_rate = rate["bf16"] if dtype == "bf16" else {
+                "3xtf32": rate["tf32"] / 3, "tf32": rate["tf32"], "ieee": rate["fp32"]}[fast]
+        zero_floor = z["flops"] / (zero_rate * 1e9) if zero_rate else float("nan")
+        mfu = z["flops"] / (z["ms"] * 1e-3) / (rate[kind] * 1e12) if rate else float("nan")
+        ref = compiled if versus == "compiled" else eager
+        ratio = z["ms"] / ref["ms"] if ref else float("nan")
+        mem = z["peak_bytes"] / ref["peak_bytes"] if ref else float("nan")
         if target is not None:
             ok &= ratio <= target and (mem_target is None or mem <= mem_target)
-        print(f"{work:11} {z['ms']:8.2f} {t['ms'] if t else float('nan'):8.2f} {floor:8.2f}"
-              f" {zero_floor:10.2f} {ratio:10.2f}"
+        print(f"{work:11} {z['ms']:8.2f} {nan_if_none(eager, lambda t: t['ms']):8.2f}"
+              f" {nan_if_none(compiled, lambda t: t['ms']):8.2f} {floor:8.2f}"
+              f" {zero_floor:10.2f} {mfu:5.2f} {ratio:6.2f} {versus:>8}"
               f" {'<=' + format(target, '.2f') if target else '-':>6} {z['tokens_per_s']:10.0f}"
-              f" {t['tokens_per_s'] if t else float('nan'):11.0f} {z['peak_bytes'] / 2**30:8.2f}"
-              f" {t['peak_bytes'] / 2**30 if t else float('nan'):9.2f} {mem:9.2f}"
+              f" {z['peak_bytes'] / 2**30:8.2f}"
+              f" {nan_if_none(ref, lambda t: t['peak_bytes'] / 2**30):9.2f} {mem:9.2f}"
               f" {'<=' + format(mem_target, '.2f') if mem_target else '-':>6} {z['mallocs']:7d}")
     if have_torch:
         print("all targets met" if ok else "some targets not met")

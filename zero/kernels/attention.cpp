@@ -8,15 +8,8 @@
 // them in place, the CPU reference works on contiguous copies. lse is always contiguous.
 // Dropout on the probabilities (Note [Attention dropout] in cpu/attention_cpu.cpp) is
 // a mask recomputed from Philox, never stored.
-//
-// Note [16-bit attention through the FP32 kernels]
-// BF16 and F16 operands are widened to FP32 (exactly: every 16-bit value is an FP32
-// value), the FP32 kernels run in the current precision mode, and the results are
-// rounded once to the operands' dtype. So the softmax, its statistics and every sum are
-// FP32, as mixed precision asks, and the result is the FP32 result rounded. What it
-// costs is the widened copies (2 bytes read, 4 written and read again per element) and
-// FP32 instead of 16-bit Tensor-Core products: a kernel on BF16 Tensor Cores that reads
-// 16-bit tiles directly is the faster way, and these kernels remain its reference.
+// 16-bit operands: Note [16-bit attention through the FP32 kernels] in attention_widen.h;
+// each backend widens them itself, so that the CUDA kernels know which products to run.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -95,36 +88,13 @@ void check_backward(const char* op, const Tensor& q, const Tensor& k, const Tens
   check_rows(op, grad_v, "grad_v", v.sizes(), q.dtype());
 }
 
-// `t` widened to FP32 (Note [16-bit attention through the FP32 kernels]): a contiguous
-// copy, or `t` itself when it is FP32 already.
-Tensor widened(const Tensor& t) {
-  if (t.dtype() == DataType::F32) return t;
-  Tensor wide = Tensor::Empty(t.sizes(), TensorOption().OnDevice(t.device()));
-  convert(t, wide);
-  return wide;
-}
-
-// An FP32 tensor to compute `out` in: `out` itself when it is FP32, else a new one whose
-// values rounded() later writes into `out`.
-Tensor wide_output(const Tensor& out) {
-  if (out.dtype() == DataType::F32) return out;
-  return Tensor::Empty(out.sizes(), TensorOption().OnDevice(out.device()));
-}
-
-void rounded(const Tensor& wide, const Tensor& out) {
-  if (wide.data() != out.data()) convert(wide, out);
-}
-
 }  // namespace
 
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                        const Tensor& lse) {
   if (!check_forward("attention", q, k, v, causal, dropout_p, out, lse)) return;
-  const Tensor out32 = wide_output(out);
-  attention_forward_stub(q.device(), widened(q), widened(k), widened(v), causal, dropout_p, seed,
-                         offset, out32, lse);
-  rounded(out32, out);
+  attention_forward_stub(q.device(), q, k, v, causal, dropout_p, seed, offset, out, lse);
 }
 
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -133,12 +103,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const Tensor& grad_k, const Tensor& grad_v) {
   check_backward("attention backward", q, k, v, out, lse, grad_out, causal, dropout_p, grad_q,
                  grad_k, grad_v);
-  const Tensor gq = wide_output(grad_q), gk = wide_output(grad_k), gv = wide_output(grad_v);
-  attention_backward_stub(q.device(), widened(q), widened(k), widened(v), widened(out), lse,
-                          widened(grad_out), causal, dropout_p, seed, offset, gq, gk, gv);
-  rounded(gq, grad_q);
-  rounded(gk, grad_k);
-  rounded(gv, grad_v);
+  attention_backward_stub(q.device(), q, k, v, out, lse, grad_out, causal, dropout_p, seed,
+                          offset, grad_q, grad_k, grad_v);
 }
 
 void attention_reference_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "zero/kernels/attention_dropout.h"
+#include "zero/kernels/attention_widen.h"
 #include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -170,23 +171,26 @@ void attention_backward_rows(const Tensor& q, const Tensor& k, const Tensor& v, 
 void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                            float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                            const Tensor& lse) {
-  const Tensor out_c = contiguous_output(out);
-  attention_forward_rows(contiguous(q), contiguous(k), contiguous(v), causal, dropout_p, seed,
-                         offset, out_c, lse);
-  if (!out.is_contiguous()) copy(out_c, out);
+  // 16-bit operands: Note [16-bit attention through the FP32 kernels] (attention_widen.h).
+  const Tensor out_c = contiguous_output(wide_output(out));
+  attention_forward_rows(contiguous(widened(q)), contiguous(widened(k)), contiguous(widened(v)),
+                         causal, dropout_p, seed, offset, out_c, lse);
+  rounded(out_c, out);
 }
 
 void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                             const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
                             uint64_t seed, uint64_t offset, const Tensor& grad_q,
                             const Tensor& grad_k, const Tensor& grad_v) {
-  const Tensor dq = contiguous_output(grad_q), dk = contiguous_output(grad_k);
-  const Tensor dv = contiguous_output(grad_v);
-  attention_backward_rows(contiguous(q), contiguous(k), contiguous(v), contiguous(out), lse,
-                          contiguous(grad_out), causal, dropout_p, seed, offset, dq, dk, dv);
-  if (!grad_q.is_contiguous()) copy(dq, grad_q);
-  if (!grad_k.is_contiguous()) copy(dk, grad_k);
-  if (!grad_v.is_contiguous()) copy(dv, grad_v);
+  const Tensor dq = contiguous_output(wide_output(grad_q));
+  const Tensor dk = contiguous_output(wide_output(grad_k));
+  const Tensor dv = contiguous_output(wide_output(grad_v));
+  const auto rows = [](const Tensor& t) { return contiguous(widened(t)); };
+  attention_backward_rows(rows(q), rows(k), rows(v), rows(out), lse, rows(grad_out), causal,
+                          dropout_p, seed, offset, dq, dk, dv);
+  rounded(dq, grad_q);
+  rounded(dk, grad_k);
+  rounded(dv, grad_v);
 }
 
 }  // namespace

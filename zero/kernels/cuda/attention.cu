@@ -6,6 +6,7 @@
 // from. The backward is attention_backward.cu.
 #include <cmath>
 
+#include "zero/kernels/attention_widen.h"
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -23,11 +24,13 @@ using namespace cuda::flash;
 // Up to kD = 64 a warp keeps its query rows in registers, read once from shared memory,
 // and the query tile needs no shared memory of its own after that: four tiles instead
 // of five, so three blocks fit on an SM. In TF32 mode the registers allow three blocks
-// too; exact mode's split operands need more (ptxas spills at three), so it runs two.
+// too, as do the 16-bit products' smaller operands; the split operands of 3xtf32 and
+// the FP32 lines need more (ptxas spills at three), so those run two.
 template <int kD>
 constexpr bool kQueryInRegisters = kD <= 64;
 template <int kD, Arith kA>
-constexpr int kForwardBlocks = kQueryInRegisters<kD> && kA == Arith::kTf32 ? 3 : 2;
+constexpr int kForwardBlocks =
+    kQueryInRegisters<kD> && (kA == Arith::kTf32 || kSixteenBit<kA>) ? 3 : 2;
 template <int kD>
 constexpr int kForwardTiles = kQueryInRegisters<kD> ? 4 : 5;
 
@@ -140,9 +143,13 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  dispatch(q.size(3), [&](auto width, auto arith) {
-    forward<decltype(width)::value, decltype(arith)::value>(q, k, v, causal, drop, out, lse);
+  // 16-bit operands: Note [16-bit attention through the FP32 kernels] (attention_widen.h).
+  const Tensor q32 = widened(q), k32 = widened(k), v32 = widened(v), out32 = wide_output(out);
+  dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
+    forward<decltype(width)::value, decltype(arith)::value>(q32, k32, v32, causal, drop, out32,
+                                                            lse);
   });
+  rounded(out32, out);
 }
 
 }  // namespace

@@ -86,10 +86,14 @@ inline size_t smem_bytes(int tiles, int vectors) {
 }
 
 // Calls f(width, arith) with std::integral_constant arguments: the compiled width that
-// fits D and the Arith of the precision mode (Note [Tensor Cores in FP32]).
+// fits D and the Arith of the products: the operands' own 16-bit format when `operands`
+// (their dtype before widening) is BF16 or F16, else the precision mode's (Note [Tensor
+// Cores in FP32]).
 template <typename F>
-void dispatch(int64_t D, F&& f) {
+void dispatch(int64_t D, DataType operands, F&& f) {
   const auto with = [&](auto width) {
+    if (operands == DataType::BF16) return f(width, std::integral_constant<Arith, Arith::kBf16>{});
+    if (operands == DataType::F16) return f(width, std::integral_constant<Arith, Arith::kF16>{});
     switch (matmul_precision()) {
       case MatmulPrecision::kIeee:
         return f(width, std::integral_constant<Arith, Arith::kFp32>{});

@@ -6,6 +6,7 @@
 // lists the parts these kernels are built from. The forward is attention.cu.
 #include <cmath>
 
+#include "zero/kernels/attention_widen.h"
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/dispatch.h"
@@ -236,10 +237,17 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  dispatch(q.size(3), [&](auto width, auto arith) {
-    backward<decltype(width)::value, decltype(arith)::value>(q, k, v, out, lse, grad_out, causal,
-                                                            drop, grad_q, grad_k, grad_v);
+  // 16-bit operands: Note [16-bit attention through the FP32 kernels] (attention_widen.h).
+  const Tensor q32 = widened(q), k32 = widened(k), v32 = widened(v), out32 = widened(out);
+  const Tensor go32 = widened(grad_out);
+  const Tensor gq = wide_output(grad_q), gk = wide_output(grad_k), gv = wide_output(grad_v);
+  dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
+    backward<decltype(width)::value, decltype(arith)::value>(q32, k32, v32, out32, lse, go32,
+                                                            causal, drop, gq, gk, gv);
   });
+  rounded(gq, grad_q);
+  rounded(gk, grad_k);
+  rounded(gv, grad_v);
 }
 
 }  // namespace

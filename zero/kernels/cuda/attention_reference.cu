@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "zero/kernels/attention_dropout.h"
+#include "zero/kernels/attention_widen.h"
 #include "zero/kernels/cuda/attention_views.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
@@ -162,10 +163,12 @@ void attention_reference_forward_cuda(const Tensor& q, const Tensor& k, const Te
   const int64_t rows = q.size(0) * q.size(1) * q.size(2);  // B * H * Tq
   if (rows == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  const Tensor out32 = wide_output(out);  // Note [16-bit attention through the FP32 kernels]
   reference_forward_kernel<<<cuda::grid_for(rows), cuda::kBlock, 0, cuda::current_stream()>>>(
-      in_view(q), in_view(k), in_view(v), out_view(out), lse.data_ptr<float>(), rows,
-      sizes_of(q, k), causal, drop);
+      in_view(widened(q)), in_view(widened(k)), in_view(widened(v)), out_view(out32),
+      lse.data_ptr<float>(), rows, sizes_of(q, k), causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
+  rounded(out32, out);
 }
 
 void attention_reference_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -178,20 +181,27 @@ void attention_reference_backward_cuda(const Tensor& q, const Tensor& k, const T
   const Sizes n = sizes_of(q, k);
   const int64_t query_rows = q.size(0) * q.size(1) * q.size(2);  // B * H * Tq
   const int64_t key_rows = k.size(0) * k.size(1) * k.size(2);    // B * H * Tk
+  // 16-bit operands: Note [16-bit attention through the FP32 kernels].
+  const Tensor q32 = widened(q), k32 = widened(k), v32 = widened(v), out32 = widened(out);
+  const Tensor go32 = widened(grad_out);
+  const Tensor gq = wide_output(grad_q), gk = wide_output(grad_k), gv = wide_output(grad_v);
   if (query_rows > 0) {
     reference_backward_dq_kernel<<<cuda::grid_for(query_rows), cuda::kBlock, 0,
                                    cuda::current_stream()>>>(
-        in_view(q), in_view(k), in_view(v), in_view(out), lse.data_ptr<float>(),
-        in_view(grad_out), out_view(grad_q), query_rows, n, causal, drop);
+        in_view(q32), in_view(k32), in_view(v32), in_view(out32), lse.data_ptr<float>(),
+        in_view(go32), out_view(gq), query_rows, n, causal, drop);
     ZERO_CUDA_LAUNCH_CHECK();
   }
   if (key_rows > 0) {
     reference_backward_dkdv_kernel<<<cuda::grid_for(key_rows), cuda::kBlock, 0,
                                      cuda::current_stream()>>>(
-        in_view(q), in_view(k), in_view(v), in_view(out), lse.data_ptr<float>(),
-        in_view(grad_out), out_view(grad_k), out_view(grad_v), key_rows, n, causal, drop);
+        in_view(q32), in_view(k32), in_view(v32), in_view(out32), lse.data_ptr<float>(),
+        in_view(go32), out_view(gk), out_view(gv), key_rows, n, causal, drop);
     ZERO_CUDA_LAUNCH_CHECK();
   }
+  rounded(gq, grad_q);
+  rounded(gk, grad_k);
+  rounded(gv, grad_v);
 }
 
 }  // namespace

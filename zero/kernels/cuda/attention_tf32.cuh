@@ -1,6 +1,6 @@
 // The one product instruction of the fused attention, mma.sync m16n8k8 on TF32, the
-// operand split that makes three of them nearly as exact as FP32 ("3xTF32"), and the
-// same product on FP32 fused multiply-adds. Part of the fast kernels (attention.cuh
+// operand split that makes three of them nearly as exact as FP32 ("3xTF32"), the same
+// product on FP32 fused multiply-adds, and on BF16 or FP16 Tensor Cores. Part of the fast kernels (attention.cuh
 // lists the parts); which thread holds which element of the operands is the next part,
 // attention_fragments.cuh.
 //
@@ -22,11 +22,17 @@
 //              less careful than an FMA's, so over a GPT step the gradients end several
 //              times further from a float64 reference than FP32's (tools/torch_reference.py
 //              measures it); CUTLASS calls this OpMultiplyAddFastF32.
-//   kTf32      (tf32, and fp16: these kernels have no FP16 path) one TF32 product, from
-//              operands truncated to TF32 (`operand`), as cuBLAS does in tf32 mode.
+//   kTf32      (tf32, and fp16 on FP32 operands) one TF32 product, from operands
+//              truncated to TF32 (`operand`), as cuBLAS does in tf32 mode.
+//   kBf16,     (BF16 or F16 operands, whatever the mode) one 16-bit Tensor-Core product
+//   kF16       with FP32 accumulation (Note [16-bit fragments]). Exact for Q, K, V and dO,
+//              which are 16-bit values; P and dS are rounded to 16 bits first.
 // The kernels are templates on Arith, so each mode is compiled with only the
 // instructions it runs; `dispatch` in attention.cuh picks the instance at launch.
 #pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -44,8 +50,44 @@ __device__ inline void mma_tf32(float c[4], const uint32_t a[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// c += a b for one 16 x 8 x 8 step on 16-bit operands (two to a register), FP32
+// accumulation. kBf16 selects BF16, otherwise FP16.
+template <bool kBf16>
+__device__ inline void mma_16bit(float c[4], const uint32_t a[2], const uint32_t b[1]) {
+  if constexpr (kBf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  }
+}
+
 // The arithmetic of the tile products (Note [Tensor Cores in FP32]).
-enum class Arith { kTf32, kSplitTf32, kFp32 };
+enum class Arith { kTf32, kSplitTf32, kFp32, kBf16, kF16 };
+
+template <Arith kA>
+constexpr bool kSixteenBit = kA == Arith::kBf16 || kA == Arith::kF16;
+
+// Note [16-bit fragments]
+// mma.sync m16n8k8 on BF16 or FP16 packs two elements in a register: with g = lane / 4
+// and t = lane % 4, A's registers hold (g, 2t), (g, 2t + 1) and (g + 8, 2t),
+// (g + 8, 2t + 1); B's one register holds (k = 2t, n = g), (2t + 1, g). The TF32
+// fragments the kernels build hold columns t and t + 4 of the same rows (Note
+// [Tensor-Core fragments]). Rather than move values between threads, the 16-bit product
+// takes A's column t as its column 2t and t + 4 as 2t + 1, and B's rows in the same
+// order: the sum over k runs in another order and is the same sum. So each thread packs
+// its own TF32 fragment: A = {x0, x2}, {x1, x3}; B = {x0, x1}.
+template <int N>
+struct Packed16 {
+  uint32_t pair[N / 2];
+};
 
 // An operand of N registers as TF32 and, for kSplitTf32, the TF32 rounding of what that
 // left out (x = big + small). Made once per fragment and reused by every product the
@@ -68,8 +110,21 @@ struct Fp32Lines {
 };
 
 template <Arith kA, int N>
-using Operand = std::conditional_t<kA == Arith::kFp32, Fp32Lines<N>,
-                                   Tf32<kA == Arith::kSplitTf32, N>>;
+using Operand = std::conditional_t<
+    kA == Arith::kFp32, Fp32Lines<N>,
+    std::conditional_t<kSixteenBit<kA>, Packed16<N>, Tf32<kA == Arith::kSplitTf32, N>>>;
+
+// lo and hi rounded to nearest (ties to even) into BF16 or FP16, lo in the low half.
+template <Arith kA>
+__device__ inline uint32_t pack16(float lo, float hi) {
+  if constexpr (kA == Arith::kBf16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
 
 // Fragment registers x, laid out as in Note [Tensor-Core fragments], as an operand of
 // kA's products. Every thread of the warp must call it together (kFp32 shuffles).
@@ -91,6 +146,13 @@ __device__ inline Operand<kA, N> operand(const float (&x)[N]) {
           r.line[c][k + 4] = __shfl_sync(0xffffffffu, x[1], 4 * (2 * t + c) + k);
         }
       }
+    }
+  } else if constexpr (kSixteenBit<kA>) {  // Note [16-bit fragments]
+    if constexpr (N == 4) {
+      r.pair[0] = pack16<kA>(x[0], x[2]);
+      r.pair[1] = pack16<kA>(x[1], x[3]);
+    } else {
+      r.pair[0] = pack16<kA>(x[0], x[1]);
     }
   } else {
 #pragma unroll
@@ -116,6 +178,8 @@ __device__ inline void mma(float c[4], const Operand<kA, 4>& a, const Operand<kA
 #pragma unroll
       for (int e = 0; e < 4; ++e) c[e] = fmaf(a.line[e / 2][k], b.line[e % 2][k], c[e]);
     }
+  } else if constexpr (kSixteenBit<kA>) {
+    mma_16bit<kA == Arith::kBf16>(c, a.pair, b.pair);
   } else {
     if constexpr (kA == Arith::kSplitTf32) {
       mma_tf32(c, a.small, b.big);  // the small terms first: less of them is lost

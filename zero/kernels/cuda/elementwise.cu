@@ -1,8 +1,9 @@
 // CUDA element-wise kernels: binary (broadcasting via DimsArg), binary with a
-// scalar, unary and unary backward. Contiguous aligned F32 operands take a float4
-// path (16-byte loads and stores, a quarter of the instructions); anything else
-// takes the strided path, which maps each output index through DimsArg and is
-// templated on the element type T, computing in float (dtype_dispatch.h).
+// scalar, unary and unary backward, templated on the element type T and computing in
+// float (dtype_dispatch.h). Contiguous, 16-byte aligned operands take a packed path
+// (16-byte loads and stores: 4 floats or 8 BF16/F16 values a thread); anything else
+// takes the strided path, which maps each output index through DimsArg, a division per
+// dimension per element. Both round each result once, so they give the same bits.
 #include <cmath>
 #include <type_traits>
 
@@ -106,17 +107,31 @@ struct UnaryGradFromX {
 
 // ---------------------------------------------------------------- kernels
 
-// n/4 float4 groups, then the n%4 tail by the first threads.
-template <typename F>
-__global__ void binary_vec4_kernel(const float* a, const float* b, float* out, int64_t n, F f) {
+// Elements of T in one 16-byte load: 4 floats, or 8 BF16 or F16 values.
+template <typename T>
+constexpr int kPack = 16 / sizeof(T);
+template <typename T>
+struct alignas(16) Pack {
+  T v[kPack<T>];
+};
+
+// n / kPack groups of contiguous, 16-byte aligned elements, then the tail of fewer than
+// kPack by the first threads. Arithmetic in float, rounded once to T.
+template <typename T, typename F>
+__global__ void binary_vec_kernel(const T* a, const T* b, T* out, int64_t n, F f) {
+  constexpr int N = kPack<T>;
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const int64_t groups = n / 4;
+  const int64_t groups = n / N;
   if (i < groups) {
-    const float4 x = reinterpret_cast<const float4*>(a)[i];
-    const float4 y = reinterpret_cast<const float4*>(b)[i];
-    reinterpret_cast<float4*>(out)[i] = make_float4(f(x.x, y.x), f(x.y, y.y), f(x.z, y.z), f(x.w, y.w));
+    const Pack<T> x = reinterpret_cast<const Pack<T>*>(a)[i];
+    const Pack<T> y = reinterpret_cast<const Pack<T>*>(b)[i];
+    Pack<T> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = T(f(float(x.v[e]), float(y.v[e])));
+    reinterpret_cast<Pack<T>*>(out)[i] = r;
   }
-  if (i < n - groups * 4) out[groups * 4 + i] = f(a[groups * 4 + i], b[groups * 4 + i]);
+  const int64_t j = groups * N + i;
+  if (i < n - groups * N) out[j] = T(f(float(a[j]), float(b[j])));
 }
 
 template <typename T, typename F>
@@ -126,15 +141,20 @@ __global__ void binary_strided_kernel(const T* a, DimsArg da, const T* b, DimsAr
   if (i < n) out[dout.Offset(i)] = T(f(float(a[da.Offset(i)]), float(b[db.Offset(i)])));
 }
 
-template <typename F>
-__global__ void unary_vec4_kernel(const float* x, float* out, int64_t n, F f) {
+template <typename T, typename F>
+__global__ void unary_vec_kernel(const T* x, T* out, int64_t n, F f) {
+  constexpr int N = kPack<T>;
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const int64_t groups = n / 4;
+  const int64_t groups = n / N;
   if (i < groups) {
-    const float4 v = reinterpret_cast<const float4*>(x)[i];
-    reinterpret_cast<float4*>(out)[i] = make_float4(f(v.x), f(v.y), f(v.z), f(v.w));
+    const Pack<T> v = reinterpret_cast<const Pack<T>*>(x)[i];
+    Pack<T> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = T(f(float(v.v[e])));
+    reinterpret_cast<Pack<T>*>(out)[i] = r;
   }
-  if (i < n - groups * 4) out[groups * 4 + i] = f(x[groups * 4 + i]);
+  const int64_t j = groups * N + i;
+  if (i < n - groups * N) out[j] = T(f(float(x[j])));
 }
 
 template <typename T, typename F>
@@ -144,24 +164,25 @@ __global__ void unary_strided_kernel(const T* x, DimsArg dx, T* out, DimsArg dou
   if (i < n) out[dout.Offset(i)] = T(f(float(x[dx.Offset(i)])));
 }
 
-// out = f(x, y, g) over n contiguous floats, four at a time (the unary backward's path
-// for the usual case; the strided kernel below pays an index division per dimension).
-template <typename F>
-__global__ void ternary_vec4_kernel(const float* x, const float* y, const float* g, float* out,
-                                    int64_t n, F f) {
+// out = f(x, y, g) over n contiguous elements, a 16-byte pack at a time (the unary
+// backward's path for the usual case; the strided kernel below pays an index division
+// per dimension).
+template <typename T, typename F>
+__global__ void ternary_vec_kernel(const T* x, const T* y, const T* g, T* out, int64_t n, F f) {
+  constexpr int N = kPack<T>;
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const int64_t groups = n / 4;
+  const int64_t groups = n / N;
   if (i < groups) {
-    const float4 a = reinterpret_cast<const float4*>(x)[i];
-    const float4 b = reinterpret_cast<const float4*>(y)[i];
-    const float4 c = reinterpret_cast<const float4*>(g)[i];
-    reinterpret_cast<float4*>(out)[i] =
-        make_float4(f(a.x, b.x, c.x), f(a.y, b.y, c.y), f(a.z, b.z, c.z), f(a.w, b.w, c.w));
+    const Pack<T> a = reinterpret_cast<const Pack<T>*>(x)[i];
+    const Pack<T> b = reinterpret_cast<const Pack<T>*>(y)[i];
+    const Pack<T> c = reinterpret_cast<const Pack<T>*>(g)[i];
+    Pack<T> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = T(f(float(a.v[e]), float(b.v[e]), float(c.v[e])));
+    reinterpret_cast<Pack<T>*>(out)[i] = r;
   }
-  if (i < n - groups * 4) {
-    const int64_t j = groups * 4 + i;
-    out[j] = f(x[j], y[j], g[j]);
-  }
+  const int64_t j = groups * N + i;
+  if (i < n - groups * N) out[j] = T(f(float(x[j]), float(y[j]), float(g[j])));
 }
 
 template <typename T, typename F>
@@ -177,19 +198,15 @@ __global__ void ternary_strided_kernel(const T* x, DimsArg dx, const T* y, DimsA
 
 // ---------------------------------------------------------------- launchers
 
-// The float4 paths read F32 only; other element types take the strided kernels.
-template <typename T>
-constexpr bool kVec4 = std::is_same_v<T, float>;
-
 template <typename T, typename F>
 void launch_binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
   const bool same = a.sizes() == out.sizes() && b.sizes() == out.sizes();
-  if (kVec4<T> && same && cuda::vec4_ok(a) && cuda::vec4_ok(b) && cuda::vec4_ok(out)) {
-    binary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
-        a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), n, f);
+  if (same && cuda::vec4_ok(a) && cuda::vec4_ok(b) && cuda::vec4_ok(out)) {
+    binary_vec_kernel<<<grid_for(n, kPack<T>), kBlock, 0, cuda::current_stream()>>>(
+        a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), n, f);
     ZERO_CUDA_LAUNCH_CHECK();
     return;
   }
@@ -205,9 +222,9 @@ void launch_unary(const Tensor& x, const Tensor& out, F f) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
-  if (kVec4<T> && cuda::vec4_ok(x) && cuda::vec4_ok(out)) {
-    unary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
-        x.data_ptr<float>(), out.data_ptr<float>(), n, f);
+  if (cuda::vec4_ok(x) && cuda::vec4_ok(out)) {
+    unary_vec_kernel<<<grid_for(n, kPack<T>), kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<T>(), out.data_ptr<T>(), n, f);
     ZERO_CUDA_LAUNCH_CHECK();
     return;
   }
@@ -224,18 +241,17 @@ void launch_unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const T
   cuda::set_device(x);
   // GeLU, ReLU, log and negation need only x and grad_y: one stream of memory fewer.
   const bool needs_y = op == UnaryOp::kExp || op == UnaryOp::kSqrt || op == UnaryOp::kTanh;
-  const bool vec4 = kVec4<T> && cuda::vec4_ok(x) && cuda::vec4_ok(grad_y) && cuda::vec4_ok(grad_x);
-  if (vec4 && !needs_y) {
-    binary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
-        x.data_ptr<float>(), grad_y.data_ptr<float>(), grad_x.data_ptr<float>(), n,
-        UnaryGradFromX{op});
+  const bool vec = cuda::vec4_ok(x) && cuda::vec4_ok(grad_y) && cuda::vec4_ok(grad_x);
+  if (vec && !needs_y) {
+    binary_vec_kernel<<<grid_for(n, kPack<T>), kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<T>(), grad_y.data_ptr<T>(), grad_x.data_ptr<T>(), n, UnaryGradFromX{op});
     ZERO_CUDA_LAUNCH_CHECK();
     return;
   }
-  if (vec4 && cuda::vec4_ok(y)) {
-    ternary_vec4_kernel<<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
-        x.data_ptr<float>(), y.data_ptr<float>(), grad_y.data_ptr<float>(),
-        grad_x.data_ptr<float>(), n, UnaryGradF{op});
+  if (vec && cuda::vec4_ok(y)) {
+    ternary_vec_kernel<<<grid_for(n, kPack<T>), kBlock, 0, cuda::current_stream()>>>(
+        x.data_ptr<T>(), y.data_ptr<T>(), grad_y.data_ptr<T>(), grad_x.data_ptr<T>(), n,
+        UnaryGradF{op});
     ZERO_CUDA_LAUNCH_CHECK();
     return;
   }

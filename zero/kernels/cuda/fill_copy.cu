@@ -49,6 +49,30 @@ __global__ void convert_kernel(const From* src, DimsArg ds, To* dst, DimsArg dd,
   if (i < n) dst[dd.Offset(i)] = convert_value<To>(src[ds.Offset(i)]);
 }
 
+// The same for operands whose rows (last dimension, `row` elements) are contiguous, as
+// the attention's views of a packed qkv and every contiguous tensor are: kPer elements
+// of one row a thread, so the index arithmetic over the leading dimensions (`ds`, `dd`,
+// the shape without its last dimension) is paid once per kPer elements, not per element
+// per dimension. (row % kPer == 0.)
+template <int kPer, typename To, typename From>
+__global__ void convert_rows_kernel(const From* src, DimsArg ds, To* dst, DimsArg dd,
+                                    int64_t row, int64_t n) {
+  const int64_t i = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) * kPer;
+  if (i >= n) return;
+  const int64_t r = i / row, c = i % row;
+  const From* s = src + ds.Offset(r) + c;
+  To* d = dst + dd.Offset(r) + c;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) d[e] = convert_value<To>(s[e]);
+}
+
+// The leading dimensions of `t` (all but the last), as DimsArg of its rows.
+DimsArg rows_of(const Tensor& t) {
+  DimsArg d = DimsArg::Of(t.meta());
+  d.ndim -= 1;
+  return d;
+}
+
 // Device-to-device copy on one GPU, any layouts.
 void copy_on_device(const Tensor& src, const Tensor& dst) {
   const int64_t n = src.numel();
@@ -138,6 +162,13 @@ void convert_cuda(const Tensor& src, const Tensor& dst) {
     dispatch_dtype<AllTypes>(dst.dtype(), "convert", [&](auto to) {
       using From = typename decltype(from)::type;
       using To = typename decltype(to)::type;
+      const int64_t row = src.dim() > 0 ? src.size(-1) : 1;
+      const bool rows = src.dim() > 0 && src.stride(-1) == 1 && dst.stride(-1) == 1;
+      if (rows && row % 4 == 0) {
+        convert_rows_kernel<4><<<grid_for(n, 4), kBlock, 0, cuda::current_stream()>>>(
+            src.data_ptr<From>(), rows_of(src), dst.data_ptr<To>(), rows_of(dst), row, n);
+        return;
+      }
       convert_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
           src.data_ptr<From>(), DimsArg::Of(src.meta()), dst.data_ptr<To>(),
           DimsArg::Of(dst.meta()), n);
