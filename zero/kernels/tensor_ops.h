@@ -262,8 +262,9 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
 /// q, k, v and out may be any views whose last dimension has stride 1 (e.g. column
 /// ranges of a packed [B, T, 3C] qkv viewed as [B, H, T, D]): CUDA reads and writes them
 /// in place, the CPU works on contiguous copies. `lse` is contiguous; `out` must not
-/// overlap the inputs. q, k, v and out are F32, BF16 or F16, one dtype (16-bit operands go
-/// through the FP32 kernels: Note [16-bit attention through the FP32 kernels]); lse is F32.
+/// overlap the inputs. q, k, v and out are F32, BF16 or F16, one dtype (16-bit operands are
+/// widened to FP32 copies, and CUDA multiplies them on 16-bit Tensor Cores: Note [16-bit
+/// attention through the FP32 kernels] in attention_widen.h); lse is F32.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                        const Tensor& lse);
