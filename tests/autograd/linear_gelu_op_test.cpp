@@ -4,6 +4,7 @@
 // finite differences; on CUDA (the cuBLASLt GeLU epilogue) values and gradients agree
 // with the CPU's. Shapes: an odd row count, an output width that is not a multiple of 8
 // (the CUDA fallback), no bias, only the weight needing a gradient.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -107,8 +108,10 @@ TEST(LinearGeluOpCpuTest, GradientsAgainstFiniteDifferences) {
 }
 
 // The device's values and gradients against the CPU's (the same on the CPU instance).
-// On CUDA pre comes from cuBLASLt in FP32 and y from its GeLU epilogue: within 1e-4 of
-// the largest element, far above FP32 rounding and far below any wrong formula.
+// On CUDA pre comes from cuBLASLt in FP32, and the gradients from pre alone: within 1e-4
+// of the largest element, far above FP32 rounding and far below any wrong formula. y
+// comes from cuBLASLt's GeLU, which may use a hardware tanh (Note [GeLU in the GEMM's
+// epilogue] in kernels/cuda/blas_lt.cu): within 2^-11.
 TEST_P(LinearGeluOpTest, MatchesTheCpu) {
   for (int64_t out : kWidths) {
     for (DataType dtype : {DataType::F32, DataType::BF16}) {
@@ -124,7 +127,7 @@ TEST_P(LinearGeluOpTest, MatchesTheCpu) {
       const double bound = dtype == DataType::F32 ? 1e-4 : 1.5 * 0x1p-7;
       EXPECT_LE(max_relative_error(to_dtype(got.value, DataType::F32),
                                    to_dtype(want.value, DataType::F32)),
-                bound);
+                std::max(bound, 0x1p-11));
       for (size_t i = 0; i < 3; ++i) {
         EXPECT_LE(max_relative_error(got.grads[i], want.grads[i]), bound)
             << "gradient of input " << i;

@@ -3,11 +3,12 @@
 /// `OpPackedAttention`, `OpLinearCrossEntropy`.
 ///
 /// Each does in one graph node what a composition of smaller ops would do in several,
-/// to save memory traffic (Linear: bias added inside the GEMM) or memory outright
-/// (attention never stores the [T, T] probabilities; linear + cross-entropy never
-/// stores the [N, V] logits). The backwards recompute what was not stored. Each is
-/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp,
-/// tests/autograd/packed_attention_test.cpp, tests/autograd/linear_gelu_op_test.cpp).
+/// to save memory traffic (Linear: bias added inside the GEMM; Linear + GeLU: the
+/// activation too) or memory outright (attention never stores the [T, T]
+/// probabilities; linear + cross-entropy never stores the [N, V] logits). The
+/// backwards recompute what was not stored. Each is tested against the unfused
+/// composition (tests/autograd/fused_ops_test.cpp, tests/autograd/packed_attention_test.cpp,
+/// tests/autograd/linear_gelu_op_test.cpp).
 #pragma once
 
 #include <cstdint>
