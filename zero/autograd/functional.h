@@ -164,6 +164,13 @@ Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = 
 /// undefined. On CUDA the bias is added inside the GEMM (cuBLASLt epilogue); the GEMMs
 /// follow MX_FAST_MATMUL as `matmul` does.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// `gelu(linear(x, weight, bias))`, a GPT MLP's first half, as one op that keeps only the
+/// pre-activation for its backward. On CUDA one cuBLASLt call whose epilogue adds the bias
+/// and applies GeLU (the tanh approximation) as the output is written: y may then differ
+/// from `gelu` of the pre-activation by cuBLASLt's own evaluation of tanh, and a 16-bit y
+/// is rounded once, from the FP32 pre-activation. On the CPU the same kernels as the two
+/// ops, and so the same bits. Shapes as in `linear`.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 /// Scaled dot-product attention, causal when `causal`. q [B, H, Tq, D], k, v [B, H, Tk, D]
 /// -> [B, H, Tq, D]; scale 1/sqrt(D). Never materialises [Tq, Tk]: flash-style tiles with an
 /// online softmax; the backward recomputes the probabilities from saved row statistics

@@ -1,12 +1,15 @@
 // Dispatch for the fused Linear layer: out = x @ weight^T + bias, and the backward's
-// parameter gradients. Weights use PyTorch's layout [out, in], so the forward reads
-// weight through a transposed view (no copy). On CUDA both directions are one
-// cuBLASLt call each (cuda/blas_lt.cu); on the CPU they are compositions of the
-// existing GEMM, broadcast add and column sum (cpu/matmul_cpu.cpp).
+// parameter gradients; and for the Linear fused with the GeLU after it in a GPT's MLP,
+// pre = x @ weight^T + bias and y = gelu(pre). Weights use PyTorch's layout [out, in],
+// so the forward reads weight through a transposed view (no copy). On CUDA each is one
+// cuBLASLt call (cuda/blas_lt.cu); on the CPU they are compositions of the existing
+// GEMM, broadcast add, column sum and GeLU (cpu/matmul_cpu.cpp).
 //
-// Dtypes: x, weight, bias and out share one (f32, bf16 or f16); the GEMM accumulates
-// in FP32 and the bias is added before the output's one rounding. The backward's
-// grad_out has x's dtype, and grad_weight and grad_bias x's dtype or f32 each.
+// Dtypes: x, weight, bias and out (y, pre) share one (f32, bf16 or f16); the GEMM
+// accumulates in FP32 and the bias is added before the output's one rounding. The
+// backward's grad_out has x's dtype, and grad_weight and grad_bias x's dtype or f32 each.
+#include <vector>
+
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -15,6 +18,7 @@ namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(linear_forward);
 ZERO_DEFINE_KERNEL(linear_backward_params);
+ZERO_DEFINE_KERNEL(linear_gelu_forward);
 
 namespace {
 
@@ -25,11 +29,14 @@ void check_matrix(const char* op, const Tensor& t, const char* what, DataType dt
   check_tensor(op, t, what, or_f32 ? t.dtype() : dtype, sizes);
 }
 
-}  // namespace
-
-void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
-  const char* op = "linear";
-  check_same_device(op, {&x, &weight, &bias, &out});
+// The checks of a Linear forward whose outputs are `outs`, named `names`: each
+// [N, out] in x's dtype.
+void check_linear_forward(const char* op, const Tensor& x, const Tensor& weight,
+                          const Tensor& bias, const std::vector<const Tensor*>& outs,
+                          const std::vector<const char*>& names) {
+  std::vector<const Tensor*> all = {&x, &weight, &bias};
+  all.insert(all.end(), outs.begin(), outs.end());
+  check_same_device(op, all);
   ZERO_CHECK(x.dim() == 2 && weight.dim() == 2, op,
              ": expected x [N, in] and weight [out, in], got ", shape_to_string(x.sizes()),
              " and ", shape_to_string(weight.sizes()));
@@ -38,8 +45,22 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   check_matrix(op, x, "x", x.dtype(), {n, in});
   check_matrix(op, weight, "weight", x.dtype(), {n_out, in});
   if (bias.defined()) check_matrix(op, bias, "bias", x.dtype(), {n_out});
-  check_matrix(op, out, "out", x.dtype(), {n, n_out});
+  for (size_t i = 0; i < outs.size(); ++i) {
+    check_matrix(op, *outs[i], names[i], x.dtype(), {n, n_out});
+  }
+}
+
+}  // namespace
+
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+  check_linear_forward("linear", x, weight, bias, {&out}, {"out"});
   linear_forward_stub(out.device(), x, weight, bias, out);
+}
+
+void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& y, const Tensor& pre) {
+  check_linear_forward("linear_gelu", x, weight, bias, {&y, &pre}, {"y", "pre"});
+  linear_gelu_forward_stub(y.device(), x, weight, bias, y, pre);
 }
 
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,

@@ -251,6 +251,16 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
 /// it too or is F32, and both are FP32 sums rounded once.
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                             const Tensor& grad_bias);
+/// The first half of a GPT's MLP: `pre[N, out] = x @ weight^T + bias` (as
+/// `linear_forward`) and `y = gelu(pre)` (the tanh approximation of `UnaryOp::kGelu`).
+/// Writes both, `pre` for the backward's GeLU derivative. On the CPU this is exactly
+/// `linear_forward` then `unary(kGelu)`. On CUDA it is one cuBLASLt call whose epilogue
+/// adds the bias, stores `pre` and writes `y` (Note [GeLU in the GEMM's epilogue] in
+/// cuda/blas_lt.cu); `y` can then differ from `unary(kGelu, pre)` by cuBLASLt's own
+/// evaluation of the formula, and a 16-bit `y` is rounded from the FP32 `pre` rather
+/// than from the rounded one. Dtypes as in `linear_forward`; `y` and `pre` share x's.
+void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                         const Tensor& y, const Tensor& pre);
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
 /// [B, H, Tk, D]; saves `lse` [B, H, Tq], each row's logsumexp of the scaled scores.
 /// With `causal`, Tq <= Tk and query i sees keys j <= Tk - Tq + i (the mask is aligned

@@ -60,7 +60,8 @@ class CausalSelfAttention : public Module {
   Generator* dropout_gen_;  // the stream of both dropouts; null = default generator
 };
 
-/// The position-wise feed-forward network: C -> 4C -> GeLU -> C -> dropout.
+/// The position-wise feed-forward network: C -> 4C -> GeLU -> C -> dropout, the first
+/// Linear and the GeLU fused into one op (`linear_gelu`).
 class MLP : public Module {
  public:
   /// c_fc [4C, C] and c_proj [C, 4C] drawn from `gen`; dropout draws from `dropout_gen`.

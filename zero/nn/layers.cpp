@@ -22,6 +22,11 @@ Tensor Linear::Forward(const Tensor& x) const {
   return linear(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt));
 }
 
+Tensor Linear::ForwardGelu(const Tensor& x) const {
+  const DataType dt = compute_dtype();
+  return linear_gelu(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt));
+}
+
 LayerNorm::LayerNorm(int64_t features, float eps) : eps_(eps) {
   ZERO_CHECK(features > 0, "LayerNorm: expected a positive feature count, got ", features);
   weight_ = RegisterParameter("weight", Tensor::Ones({features}));

@@ -26,6 +26,9 @@ class Linear : public Module {
          bool bias = true);
   /// x [..., in] -> [..., out] in the compute dtype, through the fused `linear` op.
   Tensor Forward(const Tensor& x) const;
+  /// `gelu(Forward(x))` through the fused `linear_gelu` op: one GEMM with the bias and
+  /// the GeLU in its epilogue on CUDA, the same bits as the two ops on the CPU.
+  Tensor ForwardGelu(const Tensor& x) const;
   /// The weight [out, in].
   const Tensor& weight() const { return weight_; }
   /// The bias [out], undefined for a layer built without one.

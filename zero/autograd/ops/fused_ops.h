@@ -1,13 +1,14 @@
 /// @file
-/// Fused ops of the GPT chapter: `OpLinear`, `OpAttention`, `OpPackedAttention`,
-/// `OpLinearCrossEntropy`.
+/// Fused ops of the GPT chapter: `OpLinear`, `OpLinearGelu`, `OpAttention`,
+/// `OpPackedAttention`, `OpLinearCrossEntropy`.
 ///
 /// Each does in one graph node what a composition of smaller ops would do in several,
-/// to save memory traffic (Linear: bias added inside the GEMM) or memory outright
-/// (attention never stores the [T, T] probabilities; linear + cross-entropy never
-/// stores the [N, V] logits). The backwards recompute what was not stored. Each is
-/// tested against the unfused composition (tests/autograd/fused_ops_test.cpp,
-/// tests/autograd/packed_attention_test.cpp).
+/// to save memory traffic (Linear: bias added inside the GEMM; Linear + GeLU: the
+/// activation too) or memory outright (attention never stores the [T, T]
+/// probabilities; linear + cross-entropy never stores the [N, V] logits). The
+/// backwards recompute what was not stored. Each is tested against the unfused
+/// composition (tests/autograd/fused_ops_test.cpp, tests/autograd/packed_attention_test.cpp,
+/// tests/autograd/linear_gelu_op_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,31 @@ class OpLinear : public TensorOp {
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// `ops::matmul` for x, `ops::linear_backward_params` for weight and bias.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+};
+
+/// `y = gelu(x @ weight^T + bias)` (GeLU's tanh approximation, `ops::UnaryOp::kGelu`) on
+/// the inputs of `OpLinear`: the first half of a GPT's MLP in one node. Saves the
+/// pre-activation `pre = x @ weight^T + bias` [N, out] in place of the GeLU's input and
+/// output: y is not kept, as the next Linear keeps it. Backward: `dpre = g * gelu'(pre)`,
+/// then OpLinear's backward with dpre. On CUDA the forward is one cuBLASLt call (Note
+/// [GeLU in the GEMM's epilogue] in kernels/cuda/blas_lt.cu); on the CPU it computes
+/// the same values, and gradients, as `gelu(linear(x, weight, bias))` bit for bit.
+class OpLinearGelu : public TensorOp {
+ public:
+  /// "OpLinearGelu".
+  const char* name() const override { return "OpLinearGelu"; }
+
+ protected:
+  /// Calls `ops::linear_gelu_forward`; saves pre.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// `ops::unary_backward` for dpre, then `ops::matmul` for x and
+  /// `ops::linear_backward_params` for weight and bias.
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Drops pre.
+  void ReleaseSaved_() override { pre_ = Tensor(); }
+
+ private:
+  Tensor pre_;  // (N, out), detached
 };
 
 /// Scaled dot-product attention on inputs {q [B, H, Tq, D], k, v [B, H, Tk, D]}

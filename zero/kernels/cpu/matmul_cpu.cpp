@@ -128,10 +128,19 @@ void linear_backward_params_cpu(const Tensor& grad_out, const Tensor& x,
   if (grad_bias.defined()) sum(grad_out, 0, reshaped(grad_bias, {1, grad_out.size(1)}));
 }
 
+// The reference of the fused Linear + GeLU: the two kernels it fuses on the GPU, so that
+// a model using it computes on the CPU bit for bit what the unfused ops computed.
+void linear_gelu_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             const Tensor& y, const Tensor& pre) {
+  linear_forward_cpu(x, weight, bias, pre);  // (N, out)
+  unary(UnaryOp::kGelu, pre, y);             // (N, out)
+}
+
 }  // namespace
 
 ZERO_REGISTER_KERNEL(matmul, kCpu, matmul_cpu);
 ZERO_REGISTER_KERNEL(linear_forward, kCpu, linear_forward_cpu);
 ZERO_REGISTER_KERNEL(linear_backward_params, kCpu, linear_backward_params_cpu);
+ZERO_REGISTER_KERNEL(linear_gelu_forward, kCpu, linear_gelu_forward_cpu);
 
 }  // namespace zero::ops
