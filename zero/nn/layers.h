@@ -27,7 +27,8 @@ class Linear : public Module {
   /// x [..., in] -> [..., out] in the compute dtype, through the fused `linear` op.
   Tensor Forward(const Tensor& x) const;
   /// `gelu(Forward(x))` through the fused `linear_gelu` op: one GEMM with the bias and
-  /// the GeLU in its epilogue on CUDA, the same bits as the two ops on the CPU.
+  /// the GeLU in its epilogue on CUDA in 16-bit and the fast modes; the same bits as the
+  /// two ops on the CPU and in IEEE FP32.
   Tensor ForwardGelu(const Tensor& x) const;
   /// The weight [out, in].
   const Tensor& weight() const { return weight_; }

@@ -25,6 +25,7 @@
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 #include "zero/kernels/views.h"
 #include "zero/kernels/cuda/split_tf32.cuh"
@@ -355,12 +356,15 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
   const bool f32 = x.dtype() == DataType::F32;
   const cublasLtEpilogue_t epilogue =
       bias.defined() ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-  // Split TF32 (MX_FAST_MATMUL=3xtf32, a large FP32 GEMM) runs the unfused ops: its
-  // GEMM goes through split_tf32_gemm, whose interface carries the bias but no aux
-  // output. The fallback computes the same pre as the 3xtf32 Linear.
-  const bool split = f32 && cuda::split_tf32_pays(device, n_out, n, in);
+  // FP32 in the default IEEE mode runs the unfused ops: the epilogue's GeLU is not
+  // IEEE FP32 (above), and the default promises FP32 inside. Split TF32
+  // (MX_FAST_MATMUL=3xtf32, a large FP32 GEMM) does too: its GEMM goes through
+  // split_tf32_gemm, whose interface carries the bias but no aux output. The fallback
+  // computes the same pre as the Linear of the mode.
+  const bool unfused = f32 && (matmul_precision() == MatmulPrecision::kIeee ||
+                               cuda::split_tf32_pays(device, n_out, n, in));
   // y^T and pre^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T.
-  if (in > 0 && !split &&
+  if (in > 0 && !unfused &&
       (f32 ? lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
                        weight.data_ptr<float>(), x.data_ptr<float>(), y.data_ptr<float>(),
                        epilogue, bias.defined() ? bias.data_ptr<float>() : nullptr,
@@ -370,7 +374,7 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
     return;
   }
   // No algorithm (n_out not a multiple of 8, a misaligned pointer, an empty sum when
-  // in = 0) or split TF32: the Linear, then GeLU, exactly the unfused ops.
+  // in = 0), IEEE FP32 or split TF32: the Linear, then GeLU, exactly the unfused ops.
   linear_forward_cuda(x, weight, bias, pre);
   unary(UnaryOp::kGelu, pre, y);
 }
