@@ -39,24 +39,28 @@ std::vector<Tensor> OpLinear::OpValue_(const std::vector<Tensor>& in) {
   return {out.View(with_last(in[0].sizes(), weight.size(0)))};  // (..., out)
 }
 
-std::vector<Tensor> OpLinear::Backward_(const std::vector<Tensor>& grad) {
-  const Tensor& weight = inputs()[1];
-  const Tensor x = inputs()[0].View({-1, weight.size(1)});                 // (N, in)
-  const Tensor g = grad[0].Contiguous().View({-1, weight.size(0)});        // (N, out)
+std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g) {
+  const Tensor& weight = op.inputs()[1];
+  const Tensor x = op.inputs()[0].View({-1, weight.size(1)});  // (N, in)
   Tensor grad_x, grad_weight, grad_bias;
-  if (needs_grad(0)) {
+  if (op.needs_grad(0)) {
     grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
     ops::matmul(g, weight, grad_x);
-    grad_x = grad_x.View(inputs()[0].sizes());  // (..., in)
+    grad_x = grad_x.View(op.inputs()[0].sizes());  // (..., in)
   }
-  if (needs_grad(1)) grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (out, in)
-  if (needs_grad(2)) grad_bias = Tensor::Empty({weight.size(0)}, weight.options());  // (out)
+  if (op.needs_grad(1)) grad_weight = Tensor::Empty(weight.sizes(), weight.options());
+  if (op.needs_grad(2)) grad_bias = Tensor::Empty({weight.size(0)}, weight.options());
   if (grad_weight.defined() || grad_bias.defined()) {
     ops::linear_backward_params(g, x, grad_weight, grad_bias);
   }
   std::vector<Tensor> grads = {grad_x, grad_weight};
-  if (inputs().size() > 2) grads.push_back(grad_bias);
+  if (op.inputs().size() > 2) grads.push_back(grad_bias);
   return grads;
+}
+
+std::vector<Tensor> OpLinear::Backward_(const std::vector<Tensor>& grad) {
+  const int64_t out = inputs()[1].size(0);
+  return linear_grads(*this, grad[0].Contiguous().View({-1, out}));  // g: (N, out)
 }
 
 // ---- Attention ---------------------------------------------------------------

@@ -33,6 +33,12 @@ class OpLinear : public TensorOp {
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
 };
 
+/// The Linear's backward for the op `op` on inputs {x [..., in], weight [out, in]} or
+/// {x, weight, bias}, given `g` [N, out], the gradient of its pre-activation output
+/// flattened to rows: {grad_x [..., in], grad_weight[, grad_bias]}, each undefined
+/// where `op` needs none. OpLinear's backward, and OpLinearGelu's after the GeLU.
+std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g);
+
 /// `y = gelu(x @ weight^T + bias)` (GeLU's tanh approximation, `ops::UnaryOp::kGelu`) on
 /// the inputs of `OpLinear`: the first half of a GPT's MLP in one node. Saves the
 /// pre-activation `pre = x @ weight^T + bias` [N, out] in place of the GeLU's input and

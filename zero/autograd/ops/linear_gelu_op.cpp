@@ -26,28 +26,12 @@ std::vector<Tensor> OpLinearGelu::OpValue_(const std::vector<Tensor>& in) {
 }
 
 std::vector<Tensor> OpLinearGelu::Backward_(const std::vector<Tensor>& grad) {
-  const Tensor& weight = inputs()[1];
-  const Tensor x = inputs()[0].View({-1, weight.size(1)});           // (N, in)
-  const Tensor g = grad[0].Contiguous().View({-1, weight.size(0)});  // (N, out)
+  const Tensor g = grad[0].Contiguous().View({-1, inputs()[1].size(0)});  // (N, out)
   // dpre = g * gelu'(pre). GeLU's derivative reads only its input, so pre also stands in
   // for the output argument, which this op does not keep.
   Tensor dpre = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, out)
   ops::unary_backward(ops::UnaryOp::kGelu, pre_, pre_, g, dpre);
-  // From here on OpLinear's backward, with dpre for its upstream gradient.
-  Tensor grad_x, grad_weight, grad_bias;
-  if (needs_grad(0)) {
-    grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
-    ops::matmul(dpre, weight, grad_x);
-    grad_x = grad_x.View(inputs()[0].sizes());  // (..., in)
-  }
-  if (needs_grad(1)) grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (out, in)
-  if (needs_grad(2)) grad_bias = Tensor::Empty({weight.size(0)}, weight.options());  // (out)
-  if (grad_weight.defined() || grad_bias.defined()) {
-    ops::linear_backward_params(dpre, x, grad_weight, grad_bias);
-  }
-  std::vector<Tensor> grads = {grad_x, grad_weight};
-  if (inputs().size() > 2) grads.push_back(grad_bias);
-  return grads;
+  return linear_grads(*this, dpre);  // from here on OpLinear's backward
 }
 
 }  // namespace autograd
