@@ -2,7 +2,7 @@
 // parameter gradients. Weights use PyTorch's layout [out, in], so the forward reads
 // weight through a transposed view (no copy). On CUDA both directions are one
 // cuBLASLt call each (cuda/blas_lt.cu); on the CPU they are compositions of the
-// existing GEMM, broadcast add and column sum (cpu/matmul_cpu.cpp).
+// existing GEMM (onto rows holding the bias) and column sum (cpu/matmul_cpu.cpp).
 //
 // Dtypes: x, weight, bias and out share one (f32, bf16 or f16); the GEMM accumulates
 // in FP32 and the bias is added before the output's one rounding. The backward's

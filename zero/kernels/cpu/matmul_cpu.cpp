@@ -14,6 +14,8 @@
 // bias is added before that one rounding, as cuBLASLt's epilogue adds it.
 #include <omp.h>
 
+#include <algorithm>
+
 #include "zero/kernels/cpu/gemm_cpu.h"
 #include "zero/kernels/dims_arg.h"
 #include "zero/kernels/dispatch.h"
@@ -104,7 +106,7 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
 }
 
 // The fused Linear on the CPU is a composition of the kernels it fuses on the GPU: a GEMM
-// against the transposed weight, a broadcast bias add, a column sum for the bias gradient.
+// against the transposed weight onto the bias, a column sum for the bias gradient.
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                         const Tensor& out) {
   if (x.dtype() != DataType::F32) {
@@ -112,8 +114,17 @@ void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bia
     linear_forward_cpu(to_f32(x), to_f32(weight), bias.defined() ? to_f32(bias) : bias, acc);
     return finish_f32(acc, out);
   }
-  matmul(x, transposed(weight), out);                          // (N, out)
-  if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+  // Note [The bias in the GEMM]
+  // out = x @ weight^T + bias as one GEMM onto rows that already hold the bias (beta = 1):
+  // each element is rounded once, as cuBLASLt's bias epilogue does, and the bias costs
+  // one copy per row instead of a second pass over out with a broadcast add.
+  if (bias.defined()) {
+    const int64_t rows = out.size(0), width = out.size(1);
+    const float* pb = bias.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < rows; ++i) std::copy(pb, pb + width, po + i * width);
+  }
+  matmul_cpu(x, transposed(weight), out, /*accumulate=*/bias.defined());  // (N, out)
 }
 
 void linear_backward_params_cpu(const Tensor& grad_out, const Tensor& x,
