@@ -95,14 +95,26 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const int64_t batch = shape_numel(out_batch);
   float* po = out.data_ptr<float>();
+  auto one_matrix = [&](int64_t i) {
+    gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
+             gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
+  };
   // gemm_cpu runs serially inside a parallel region, so this picks the level.
   const bool across_batch = batch >= omp_get_max_threads() && batch > 1 &&
                             M * N * K < kSmallMatrixMacs && batch * M * N * K > kParallelMacs;
-#pragma omp parallel for schedule(static) if (across_batch)
-  for (int64_t i = 0; i < batch; ++i) {
-    gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
-             gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
+  if (!across_batch) {
+    // Note [No parallel region around a parallel call]
+    // Not `#pragma omp parallel for if (across_batch)`: a region switched off by its if
+    // clause still opens a team (of one thread), and gemm_cpu's own parallel region is
+    // then nested inside it. libgomp keeps its sleeping worker threads for regions at
+    // the outermost level only; a nested team is made of threads created for it and
+    // ended after it. That cost every GEMM of the step two thread creations, and made
+    // two threads slower than one.
+    for (int64_t i = 0; i < batch; ++i) one_matrix(i);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < batch; ++i) one_matrix(i);
 }
 
 // The fused Linear on the CPU is a composition of the kernels it fuses on the GPU: a GEMM
