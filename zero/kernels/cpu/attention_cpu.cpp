@@ -57,10 +57,14 @@ double dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// acc[d] += w * x[d] for the D numbers of one row.
-void add_scaled(double* __restrict acc, double w, const float* __restrict x, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) acc[d] += w * x[d];
+// sum over j < n of a[j] b[j]. `omp simd reduction` lets the compiler add the products
+// in vector lanes, so in another order than one by one: in double that moves the sum by
+// far less than the float rounding of the result.
+double sum_of_products(const double* a, const double* b, int64_t n) {
+  double s = 0.0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < n; ++j) s += a[j] * b[j];
+  return s;
 }
 
 // How many keys query row i sees: all Tk, or with the causal mask aligned to the
@@ -92,26 +96,42 @@ struct Rows {
 // Note [Scores a key at a time]
 // A score is a dot product of D numbers, and D is small (12 in the quickstart model):
 // a loop over d is too short to vectorise well. So each head's keys are copied once,
-// transposed and in double, into kt[d * Tk + j], and the scores of a query against many
-// keys are computed as D passes over a row of kt, s_j += q_d k_jd, a loop over keys j
-// that the compiler vectorises. Each s_j still adds its D products in the order of d,
-// so it is the same double as a one-by-one dot product. The values (and, in the
-// backward, the keys once more) are read by rows, for the updates acc_d += p_j v_jd.
-void transpose_head(const Rows& rows, int64_t bh, int64_t t, int64_t D, double* out) {
+// transposed and in double, into kt[d * ld + j] (ld is Tk padded, see below), and the
+// scores of a query against many keys are computed as D passes over rows of kt,
+// s_j += q_d k_jd, a loop over keys j that the compiler vectorises. Each s_j still adds its D products in the order of d,
+// so it is the same double as a one-by-one dot product. The values are transposed
+// alike, and so every other loop runs over keys: the sums over keys (the output
+// acc_d = sum_j p_j v_jd, and dQ) with sum_of_products, and the backward's dK and dV,
+// accumulated transposed (dkt[d * ld + j]) and written back as rows at the end.
+//
+// The scores are computed 16 keys at a time, their 16 sums held in registers across
+// the D passes (two AVX-512 registers), so kt's rows are padded with zeros to a multiple
+// of 16 keys: a block of keys never needs a shorter remainder loop.
+constexpr int64_t kKeyLanes = 16;
+
+int64_t padded_keys(int64_t tk) { return (tk + kKeyLanes - 1) / kKeyLanes * kKeyLanes; }
+
+// out[d * ld + j] = row j of head bh, for j < t; the padding, from t to ld, is not written.
+void transpose_head(const Rows& rows, int64_t bh, int64_t t, int64_t D, int64_t ld,
+                    double* out) {
   for (int64_t j = 0; j < t; ++j) {
     const float* row = rows(bh, j);
-    for (int64_t d = 0; d < D; ++d) out[d * t + j] = row[d];
+    for (int64_t d = 0; d < D; ++d) out[d * ld + j] = row[d];
   }
 }
 
-// s[j] = sum over d of q[d] kt[d * ld + j], for j < n.
+// s[j] = sum over d of q[d] kt[d * ld + j], for j < n rounded up to kKeyLanes (s and
+// every row of kt must have room for that many).
 void scores(const float* q, const double* kt, int64_t ld, int64_t D, int64_t n, double* s) {
-  std::fill(s, s + n, 0.0);
-  for (int64_t d = 0; d < D; ++d) {
-    const double qd = q[d];
-    const double* __restrict kd = kt + d * ld;
+  for (int64_t j0 = 0; j0 < n; j0 += kKeyLanes) {
+    double acc[kKeyLanes] = {};
+    for (int64_t d = 0; d < D; ++d) {
+      const double qd = q[d];
+      const double* kd = kt + d * ld + j0;
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) s[j] += qd * kd[j];
+      for (int64_t j = 0; j < kKeyLanes; ++j) acc[j] += qd * kd[j];
+    }
+    std::copy(acc, acc + kKeyLanes, s + j0);
   }
 }
 
@@ -128,11 +148,13 @@ void attention_forward_rows(const Tensor& q, const Tensor& k, const Tensor& v, b
   float* plse = lse.data_ptr<float>();
 #pragma omp parallel if (bh_count > 1 && bh_count * tq * tk * D > kParallelGrain)
   {
-    std::vector<double> acc(D), kt(D * tk);
-    double s[kKeyBlock];
+    const int64_t ld = padded_keys(tk);
+    std::vector<double> acc(D), kt(D * ld), vt(D * ld);
+    double s[kKeyBlock];  // a multiple of kKeyLanes
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < bh_count; ++bh) {
-      transpose_head(rk, bh, tk, D, kt.data());
+      transpose_head(rk, bh, tk, D, ld, kt.data());
+      transpose_head(rv, bh, tk, D, ld, vt.data());
       for (int64_t i = 0; i < tq; ++i) {
         const float* qi = rq(bh, i);
         const int64_t n_keys = visible_keys(causal, i, tq, tk);
@@ -140,7 +162,7 @@ void attention_forward_rows(const Tensor& q, const Tensor& k, const Tensor& v, b
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
           const int64_t nj = std::min(kKeyBlock, n_keys - j0);
-          scores(qi, kt.data() + j0, tk, D, nj, s);
+          scores(qi, kt.data() + j0, ld, D, nj, s);
           double block_max = -std::numeric_limits<double>::infinity();
           for (int64_t j = 0; j < nj; ++j) {
             s[j] *= scale;
@@ -152,10 +174,11 @@ void attention_forward_rows(const Tensor& q, const Tensor& k, const Tensor& v, b
           for (double& a : acc) a *= alpha;
 #pragma omp simd
           for (int64_t j = 0; j < nj; ++j) s[j] = exp_double(s[j] - m_new);
-          for (int64_t j = 0; j < nj; ++j) {
-            l += s[j];  // the softmax sums undropped probabilities
-            add_scaled(acc.data(), s[j] * drop.factor(bh, i, j0 + j), rv(bh, j0 + j), D);
+          for (int64_t j = 0; j < nj; ++j) l += s[j];  // the softmax sums undropped P
+          if (drop.p != 0.0f) {
+            for (int64_t j = 0; j < nj; ++j) s[j] *= drop.factor(bh, i, j0 + j);
           }
+          for (int64_t d = 0; d < D; ++d) acc[d] += sum_of_products(s, vt.data() + d * ld + j0, nj);
           m = m_new;
         }
         float* oi = ro(bh, i);
@@ -177,31 +200,46 @@ void attention_backward_rows(const Tensor& q, const Tensor& k, const Tensor& v, 
   const float* plse = lse.data_ptr<float>();
 #pragma omp parallel if (bh_count > 1 && bh_count * tq * tk * D > kParallelGrain)
   {
-    std::vector<double> dk(tk * D), dv(tk * D), dq(D), kt(D * tk), vt(D * tk);
-    std::vector<double> p(tk), dp(tk);
+    // dK and dV transposed like kt and vt, so that their updates are loops over keys too.
+    const int64_t ld = padded_keys(tk);
+    std::vector<double> dkt(D * ld), dvt(D * ld), kt(D * ld), vt(D * ld);
+    std::vector<double> p(ld), dp(ld), ds(ld), dq(D);
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < bh_count; ++bh) {
-      transpose_head(rk, bh, tk, D, kt.data());
-      transpose_head(rv, bh, tk, D, vt.data());
-      std::fill(dk.begin(), dk.end(), 0.0);
-      std::fill(dv.begin(), dv.end(), 0.0);
+      transpose_head(rk, bh, tk, D, ld, kt.data());
+      transpose_head(rv, bh, tk, D, ld, vt.data());
+      std::fill(dkt.begin(), dkt.end(), 0.0);
+      std::fill(dvt.begin(), dvt.end(), 0.0);
       for (int64_t i = 0; i < tq; ++i) {
         const float* qi = rq(bh, i);
         const float* doi = rdo(bh, i);
         const double lse_i = plse[bh * tq + i];
         const double delta = dot(doi, ro(bh, i), D);  // rowsum(dO * O) = sum_j P_j dP_j
-        const int64_t n_keys = visible_keys(causal, i, tq, tk);
-        scores(qi, kt.data(), tk, D, n_keys, p.data());   // q . k_j
-        scores(doi, vt.data(), tk, D, n_keys, dp.data());  // dO . v_j
+        const int64_t n = visible_keys(causal, i, tq, tk);
+        scores(qi, kt.data(), ld, D, n, p.data());   // q . k_j
+        scores(doi, vt.data(), ld, D, n, dp.data());  // dO . v_j
 #pragma omp simd
-        for (int64_t j = 0; j < n_keys; ++j) p[j] = exp_double(scale * p[j] - lse_i);
-        std::fill(dq.begin(), dq.end(), 0.0);
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const double f = drop.factor(bh, i, j);
-          const double ds = p[j] * (dp[j] * f - delta);
-          add_scaled(dv.data() + j * D, p[j] * f, doi, D);
-          add_scaled(dq.data(), ds, rk(bh, j), D);
-          add_scaled(dk.data() + j * D, ds, qi, D);
+        for (int64_t j = 0; j < n; ++j) p[j] = exp_double(scale * p[j] - lse_i);
+        if (drop.p != 0.0f) {  // dP_j and the P_j that multiplies dO take F_j
+          for (int64_t j = 0; j < n; ++j) {
+            const double f = drop.factor(bh, i, j);
+            ds[j] = p[j] * (dp[j] * f - delta);
+            p[j] *= f;
+          }
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (dp[j] - delta);
+        }
+        for (int64_t d = 0; d < D; ++d) {
+          const double q_d = qi[d], do_d = doi[d];
+          double* __restrict dv_d = dvt.data() + d * ld;
+          double* __restrict dk_d = dkt.data() + d * ld;
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j) {
+            dv_d[j] += p[j] * do_d;
+            dk_d[j] += ds[j] * q_d;
+          }
+          dq[d] = sum_of_products(ds.data(), kt.data() + d * ld, n);
         }
         float* dqi = rdq(bh, i);
         for (int64_t d = 0; d < D; ++d) dqi[d] = static_cast<float>(dq[d] * scale);
@@ -210,8 +248,8 @@ void attention_backward_rows(const Tensor& q, const Tensor& k, const Tensor& v, 
         float* dkj = rdk(bh, j);
         float* dvj = rdv(bh, j);
         for (int64_t d = 0; d < D; ++d) {
-          dkj[d] = static_cast<float>(dk[j * D + d] * scale);
-          dvj[d] = static_cast<float>(dv[j * D + d]);
+          dkj[d] = static_cast<float>(dkt[d * ld + j] * scale);
+          dvj[d] = static_cast<float>(dvt[d * ld + j]);
         }
       }
     }
