@@ -98,11 +98,12 @@ struct Rows {
 // a loop over d is too short to vectorise well. So each head's keys are copied once,
 // transposed and in double, into kt[d * ld + j] (ld is Tk padded, see below), and the
 // scores of a query against many keys are computed as D passes over rows of kt,
-// s_j += q_d k_jd, a loop over keys j that the compiler vectorises. Each s_j still adds its D products in the order of d,
-// so it is the same double as a one-by-one dot product. The values are transposed
-// alike, and so every other loop runs over keys: the sums over keys (the output
-// acc_d = sum_j p_j v_jd, and dQ) with sum_of_products, and the backward's dK and dV,
-// accumulated transposed (dkt[d * ld + j]) and written back as rows at the end.
+// s_j += q_d k_jd, a loop over keys j that the compiler vectorises. Each s_j still adds
+// its D products in the order of d, so it is the same double as a one-by-one dot
+// product. The values are transposed alike, and so every other loop runs over keys: the
+// sums over keys (the output acc_d = sum_j p_j v_jd, and dQ) with sum_of_products, and
+// the backward's dK and dV, accumulated transposed (dkt[d * ld + j]) and written back as
+// rows at the end.
 //
 // The scores are computed 16 keys at a time, their 16 sums held in registers across
 // the D passes (two AVX-512 registers), so kt's rows are padded with zeros to a multiple

@@ -84,15 +84,16 @@ constexpr double kGeluCoeff = 0.044715;
 
 inline float gelu(float xf) {
   const double x = xf;
-  return static_cast<float>(0.5 * x * (1.0 + tanh_double(kSqrt2OverPi * (x + kGeluCoeff * x * x * x))));
+  const double t = tanh_double(kSqrt2OverPi * (x + kGeluCoeff * x * x * x));
+  return static_cast<float>(0.5 * x * (1.0 + t));
 }
 
 // d/dx of the tanh-form GeLU: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 c x^2).
 inline float gelu_grad(float xf) {
   const double x = xf;
   const double t = tanh_double(kSqrt2OverPi * (x + kGeluCoeff * x * x * x));
-  return static_cast<float>(0.5 * (1.0 + t) +
-                            0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kGeluCoeff * x * x));
+  const double slope = kSqrt2OverPi * (1.0 + 3.0 * kGeluCoeff * x * x);
+  return static_cast<float>(0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * slope);
 }
 
 // SiLU (swish): x * sigmoid(x); its derivative is s (1 + x (1 - s)) with s = sigmoid(x).
