@@ -2,17 +2,20 @@
 """Zero's CPU training step next to llm.c's train_gpt2.c, on the same shapes and threads.
 
     python3 tools/bench_cpu_vs_llmc.py [--llmc DIR] [--build build/cpu] [--threads 1,2]
-                                       [--models quickstart,char] [--char-batch 4]
+                                       [--models quickstart,small48,char] [--char-batch 4]
                                        [--steps 20] [--warmup 3] [--json]
 
 A training step is forward, backward, and the AdamW update, timed by each program around
-the step alone. Two models are compared:
+the step alone. Three models are compared:
 
   quickstart  train_gpt's CPU model (chapters/11_gpt/train_gpt.cpp picks
               TrainConfig::SmallCpu in zero/train/config.cpp when there is no GPU):
-              3 layers, 4 heads, 48 wide, block 64, batch 16, no dropout, and vocab 119,
+              4 layers, 4 heads, 64 wide, block 64, batch 16, no dropout, and vocab 193,
               the characters of train_gpt's built-in corpus (chapter 11's README shows
-              "vocab 119"). bench_train_step --preset small.
+              "vocab 193"). bench_train_step --preset small.
+  small48     the quickstart model before the CPU step was made faster, on which the
+              project's target was set: 3 layers, 4 heads, 48 wide, block 64, batch 16,
+              vocab 119 (the corpus of that time).
   char        TrainConfig::Reference, nanoGPT's shakespeare_char model: 6 layers, 6 heads,
               384 wide, block 256, vocab 65, but with batch --char-batch (default 4, not
               the reference's 64, so that a step takes seconds on a CPU, not a minute).
@@ -45,9 +48,9 @@ fill_in_parameter_sizes), and token files in llm.c's format (256 int32 header wi
 padded vocabulary Vp is set to V, so both sides compute the same logits.
 
 Without --llmc, only Zero's column is printed. The ratio is Zero's time over llm.c's
-(lower is better); the project's targets are <= 0.7x on the quickstart model, with 1 and 2
-threads, and <= 1.0x on the char model. Pause other CPU work while this runs: the
-figures are wall-clock times.
+(lower is better); the project's targets are <= 0.7x on the quickstart models
+(quickstart and small48), with 1 and 2 threads, and <= 1.0x on the char model. Pause
+other CPU work while this runs: the figures are wall-clock times.
 """
 import argparse
 import array
@@ -65,10 +68,12 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# The two models: bench_train_step's preset, and the shape llm.c is given.
+# The models: bench_train_step's preset, and the shape llm.c is given.
 MODELS = {
-    "quickstart": dict(preset="small", n_layer=3, n_head=4, n_embd=48, block_size=64, vocab=119,
+    "quickstart": dict(preset="small", n_layer=4, n_head=4, n_embd=64, block_size=64, vocab=193,
                        batch=16, target=0.7),
+    "small48": dict(preset="small", n_layer=3, n_head=4, n_embd=48, block_size=64, vocab=119,
+                    batch=16, target=0.7),
     "char": dict(preset="char", n_layer=6, n_head=6, n_embd=384, block_size=256, vocab=65,
                  batch=4, target=1.0),
 }
@@ -227,7 +232,8 @@ def main():
     ap.add_argument("--build", default=str(ROOT / "build" / "cpu"),
                     help="Zero's build folder, holding tools/bench_train_step")
     ap.add_argument("--threads", default="1,2", help="comma-separated OMP_NUM_THREADS values")
-    ap.add_argument("--models", default="quickstart,char", help="quickstart, char or both")
+    ap.add_argument("--models", default="quickstart,small48,char",
+                    help="comma-separated: quickstart, small48, char")
     ap.add_argument("--char-batch", type=int, default=MODELS["char"]["batch"],
                     help="sequences per step for the char model")
     ap.add_argument("--steps", type=int, default=20, help="timed steps (the median is reported)")
@@ -238,7 +244,7 @@ def main():
     models = [m for m in args.models.split(",") if m]
     for m in models:
         if m not in MODELS:
-            fail(f"--models: unknown model '{m}' (expected quickstart or char)")
+            fail(f"--models: unknown model '{m}' (expected quickstart, small48 or char)")
     threads = [int(t) for t in args.threads.split(",") if t]
     if args.steps < 1 or args.warmup < 1 or args.char_batch < 1 or not threads:
         fail("--steps, --warmup, --char-batch and --threads must be positive")

@@ -6,7 +6,7 @@
 //                    [--n-layer L --n-head H --n-embd C --block-size T --vocab V --dropout p]
 //
 // "small" is train_gpt's CPU model (TrainConfig::SmallCpu) with the vocabulary of its
-// built-in corpus, 119. The shape flags override the preset's, so that another program
+// built-in corpus, 193. The shape flags override the preset's, so that another program
 // (tools/bench_cpu_vs_llmc.py, which times llm.c on the same shapes) can ask for any model.
 // The tokens are random (speed does not depend on them). Each step is timed on the
 // host around Trainer::Step, which ends by reading the loss, so the GPU has finished
@@ -34,9 +34,9 @@ train::TrainConfig preset(const std::string& name) {
   if (name == "gpt2") {  // GPT-2 124M as nanoGPT trains it: no dropout, vocab padded to 50304
     c.model = nn::GPTConfig{50304, 1024, 12, 12, 768, 0.0f};
     c.batch_size = 8;
-  } else if (name == "small") {  // the quickstart model: 3L/4H/48, B 16, T 64, no dropout
+  } else if (name == "small") {  // the quickstart model: 4L/4H/64, B 16, T 64, no dropout
     c = train::TrainConfig::SmallCpu();
-    c.model.vocab_size = 119;  // the characters of train_gpt's built-in corpus
+    c.model.vocab_size = 193;  // the characters of train_gpt's built-in corpus
   } else {
     ZERO_CHECK(name == "char", "--preset: expected char, gpt2 or small, got ", name);
     c.model.vocab_size = 65;
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   float dropout = -1;                                                      // < 0: the preset's
   bool json = false;
   app.add_option("--preset", name,
-                 "char (6L/6H/384, T 256), gpt2 (124M, T 1024) or small (3L/4H/48, T 64)");
+                 "char (6L/6H/384, T 256), gpt2 (124M, T 1024) or small (4L/4H/64, T 64)");
   app.add_option("--batch", batch, "sequences per step (default: the preset's)");
   app.add_option("--steps", steps, "timed steps (the median is reported)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "zero/core/stream.h"
+#include "zero/core/time_accounts.h"
 
 namespace zero::profiler {
 
@@ -19,6 +20,9 @@ struct Span {
   const char* name;
   const char* pass;
   size_t start, end;  // indices into the event or clock arrays
+  // On the CPU, the kernel and allocator accounts (time_accounts.h) at the start, and
+  // after the end what they grew by in between.
+  double kernel_ms = 0, allocator_ms = 0;
 };
 
 struct State {
@@ -67,6 +71,7 @@ void Start(Device device) {
   s.spans.clear();
   s.clocks.clear();
   s.used = 0;
+  if (!device.is_cuda()) time_accounts::Enable();
 }
 
 bool recording() { return state().on; }
@@ -75,6 +80,7 @@ std::vector<Row> Stop() {
   State& s = state();
   s.on = false;
   if (s.device.is_cuda() && s.used > 0) s.events[s.used - 1].Synchronize();
+  time_accounts::Disable();
   std::map<std::string, Row> by_name;
   for (const Span& span : s.spans) {
     const std::string key = span.pass ? std::string(span.name) + " " + span.pass : span.name;
@@ -82,6 +88,8 @@ std::vector<Row> Stop() {
     row.name = key;
     row.calls += 1;
     row.ms += elapsed_ms(span);
+    row.kernel_ms += span.kernel_ms;
+    row.allocator_ms += span.allocator_ms;
   }
   std::vector<Row> rows;
   for (auto& [key, row] : by_name) rows.push_back(row);
@@ -94,7 +102,12 @@ Scope::Scope(const char* name, const char* pass) {
   State& s = state();
   if (!s.on) return;
   active_ = true;
-  if (s.depth++ == 0) s.spans.push_back({name, pass, mark(), 0});
+  if (s.depth++ != 0) return;
+  s.spans.push_back({name, pass, mark(), 0});
+  if (time_accounts::enabled()) {
+    s.spans.back().kernel_ms = time_accounts::total_ms(time_accounts::kKernels);
+    s.spans.back().allocator_ms = time_accounts::total_ms(time_accounts::kAllocator);
+  }
 }
 
 Scope::~Scope() {
@@ -102,26 +115,56 @@ Scope::~Scope() {
   State& s = state();
   // Stop() during an open scope leaves nothing to close.
   if (!s.on || s.depth == 0) return;
-  if (--s.depth == 0) s.spans.back().end = mark();
+  if (--s.depth != 0) return;
+  Span& span = s.spans.back();
+  span.end = mark();
+  if (time_accounts::enabled()) {
+    span.kernel_ms = time_accounts::total_ms(time_accounts::kKernels) - span.kernel_ms;
+    span.allocator_ms = time_accounts::total_ms(time_accounts::kAllocator) - span.allocator_ms;
+  }
 }
 
 std::string format_table(const std::vector<Row>& rows, double total_ms, int64_t steps) {
   const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 1.0;
+  const double share = total_ms > 0 ? 100.0 / total_ms : 0.0;
+  bool split = false;  // CPU rows: kernel, allocator and other time
+  for (const Row& r : rows) split = split || r.kernel_ms > 0 || r.allocator_ms > 0;
   std::string out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%-34s %8s %10s %7s\n", "op", "calls", "ms/step", "share");
+  char line[200];
+  std::snprintf(line, sizeof line, "%-34s %8s %10s %7s", "op", "calls", "ms/step", "share");
   out += line;
-  double covered = 0;
+  if (split) {
+    std::snprintf(line, sizeof line, " %9s %9s %9s", "kernels", "alloc", "other");
+    out += line;
+  }
+  out += "\n";
+  double covered = 0, kernels = 0, allocator = 0;
   for (const Row& r : rows) {
     covered += r.ms;
-    std::snprintf(line, sizeof line, "%-34s %8.0f %10.3f %6.1f%%\n", r.name.c_str(),
-                  static_cast<double>(r.calls) * per, r.ms * per,
-                  total_ms > 0 ? 100.0 * r.ms / total_ms : 0.0);
+    kernels += r.kernel_ms;
+    allocator += r.allocator_ms;
+    std::snprintf(line, sizeof line, "%-34s %8.0f %10.3f %6.1f%%", r.name.c_str(),
+                  static_cast<double>(r.calls) * per, r.ms * per, r.ms * share);
     out += line;
+    if (split) {
+      std::snprintf(line, sizeof line, " %9.3f %9.3f %9.3f", r.kernel_ms * per,
+                    r.allocator_ms * per, (r.ms - r.kernel_ms - r.allocator_ms) * per);
+      out += line;
+    }
+    out += "\n";
   }
   if (total_ms > 0) {
     std::snprintf(line, sizeof line, "%-34s %8s %10.3f %6.1f%%\n", "(outside any op: gaps, host)",
-                  "", (total_ms - covered) * per, 100.0 * (total_ms - covered) / total_ms);
+                  "", (total_ms - covered) * per, (total_ms - covered) * share);
+    out += line;
+  }
+  if (split && total_ms > 0) {
+    const double other = covered - kernels - allocator, outside = total_ms - covered;
+    std::snprintf(line, sizeof line,
+                  "the step, per account: kernels %.3f ms (%.1f%%), allocator %.3f ms (%.1f%%), "
+                  "autograd and dispatch %.3f ms (%.1f%%), outside any op %.3f ms (%.1f%%)\n",
+                  kernels * per, kernels * share, allocator * per, allocator * share,
+                  other * per, other * share, outside * per, outside * share);
     out += line;
   }
   return out;

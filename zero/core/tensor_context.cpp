@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "zero/core/error.h"
+#include "zero/core/time_accounts.h"
 
 namespace zero {
 
@@ -124,8 +125,15 @@ CPUTensorContext::~CPUTensorContext() {
   delete raw_;
 }
 
-void* CPUTensorContext::NewMem(size_t bytes) { return pool_->Allocate(bytes); }
-void CPUTensorContext::DeleteMem(void* ptr) { pool_->Free(ptr); }
+// Both charge their time to the allocator's account of the CPU profile (time_accounts.h).
+void* CPUTensorContext::NewMem(size_t bytes) {
+  const time_accounts::Charge charge(time_accounts::kAllocator);
+  return pool_->Allocate(bytes);
+}
+void CPUTensorContext::DeleteMem(void* ptr) {
+  const time_accounts::Charge charge(time_accounts::kAllocator);
+  pool_->Free(ptr);
+}
 void CPUTensorContext::TrimFreePool() { pool_->TrimFreePool(); }
 MemoryStats CPUTensorContext::Stats() const { return pool_->Stats(); }
 void CPUTensorContext::ResetPeak() { pool_->ResetPeak(); }

@@ -5,7 +5,8 @@
 // and the gradients are F32, BF16 or F16 (all one dtype); lse is always F32.
 // q, k, v, out and the gradients may be any views whose last dimension is contiguous
 // (the GPT passes column ranges of its packed [B, T, 3C] qkv); the CUDA kernels read
-// them in place, the CPU reference works on contiguous copies. lse is always contiguous.
+// them in place, and so does the CPU's row loop (Note [Attention on strided rows]). lse is
+// always contiguous.
 // Dropout on the probabilities (Note [Attention dropout] in cpu/attention_cpu.cpp) is
 // a mask recomputed from Philox, never stored.
 // 16-bit operands: Note [16-bit attention through the FP32 kernels] in attention_widen.h;

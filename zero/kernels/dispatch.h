@@ -21,6 +21,7 @@
 #pragma once
 
 #include "zero/core/device.h"
+#include "zero/core/time_accounts.h"
 
 namespace zero::ops {
 
@@ -63,6 +64,8 @@ class KernelStub<R(Args...)> {
   R operator()(const Device& device, Args... args) const {
     Fn* kernel = device.is_cuda() ? cuda_ : cpu_;
     if (kernel == nullptr) throw_missing_kernel(name_, device);
+    // The CPU profile's kernel time (time_accounts.h); costs one test when not profiling.
+    const time_accounts::Charge charge(time_accounts::kKernels);
     return kernel(args...);
   }
 

@@ -3,7 +3,7 @@
 // pre = x @ weight^T + bias and y = gelu(pre). Weights use PyTorch's layout [out, in],
 // so the forward reads weight through a transposed view (no copy). On CUDA each is one
 // cuBLASLt call (cuda/blas_lt.cu); on the CPU they are compositions of the existing
-// GEMM, broadcast add, column sum and GeLU (cpu/matmul_cpu.cpp).
+// GEMM (onto rows holding the bias), column sum and GeLU (cpu/matmul_cpu.cpp).
 //
 // Dtypes: x, weight, bias and out (y, pre) share one (f32, bf16 or f16); the GEMM
 // accumulates in FP32 and the bias is added before the output's one rounding. The

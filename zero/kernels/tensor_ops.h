@@ -270,8 +270,8 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 /// 0 (attention_dropout.h: one Philox block per 2 x 2 square of queries and keys); `lse`
 /// is of the undropped scores. `dropout_p` = 0 ignores `seed` and `offset`.
 /// q, k, v and out may be any views whose last dimension has stride 1 (e.g. column
-/// ranges of a packed [B, T, 3C] qkv viewed as [B, H, T, D]): CUDA reads and writes them
-/// in place, the CPU works on contiguous copies. `lse` is contiguous; `out` must not
+/// ranges of a packed [B, T, 3C] qkv viewed as [B, H, T, D]): both devices read and write
+/// them in place. `lse` is contiguous; `out` must not
 /// overlap the inputs. q, k, v and out are F32, BF16 or F16, one dtype (16-bit operands are
 /// widened to FP32 copies, and CUDA multiplies them on 16-bit Tensor Cores: Note [16-bit
 /// attention through the FP32 kernels] in attention_widen.h); lse is F32.

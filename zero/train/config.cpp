@@ -10,23 +10,25 @@ TrainConfig TrainConfig::Reference() {
 }
 
 TrainConfig TrainConfig::SmallCpu() {
-  // Sized for a few minutes on a laptop CPU. With so little compute the model underfits,
-  // so the levers are throughput and step size, not regularisation: a small model that
-  // sees many tokens (for a fixed FLOP budget fewer parameters and more data win, Hoffmann
-  // et al. 2022: here ~90k parameters and ~1M tokens), small batches (more updates for
-  // the same tokens; early in training the critical batch size is small), a larger
-  // learning rate with a short warmup, and no dropout (as nanoGPT's "baby GPT" on CPU).
+  // Sized for under 3 minutes of training on an idle 2-core CPU (about 45 ms a step
+  // there). With so little compute the model underfits, so the levers are throughput and
+  // step size, not regularisation: a small model that sees many tokens (for a fixed FLOP
+  // budget fewer parameters and more data win, Hoffmann et al. 2022: here ~0.2M
+  // parameters and ~3M tokens), small batches (more updates for the same tokens; early in
+  // training the critical batch size is small), a larger learning rate with a short
+  // warmup, and no dropout (as nanoGPT's "baby GPT" on CPU). Until the CPU step got
+  // faster (docs/cpu_vs_llmc.md) this was 3 layers 48 wide for 1000 steps.
   TrainConfig c;
   c.model.block_size = 64;
-  c.model.n_layer = 3;
+  c.model.n_layer = 4;
   c.model.n_head = 4;
-  c.model.n_embd = 48;
+  c.model.n_embd = 64;
   c.model.dropout = 0.0f;
   c.batch_size = 16;
   c.lr = 3e-3f;
   c.min_lr = 3e-4f;
   c.warmup = 50;
-  c.max_steps = 1000;
+  c.max_steps = 3000;
   return c;
 }
 

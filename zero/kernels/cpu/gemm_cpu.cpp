@@ -20,14 +20,15 @@ namespace {
 // C (M x N) += A (M x K) @ B (K x N) does 2MNK flops on only MK + KN + MN numbers,
 // so it can run at the speed of the FMA units rather than of memory, provided each
 // number loaded is reused many times while it sits in a fast level of the memory
-// hierarchy. The loops, outermost first, and what each keeps where (sizes for
+// hierarchy. The loops, outermost first, that each thread runs over its own rows of C
+// (Note [GEMM threads without barriers]), and what each keeps where (sizes for
 // AVX-512 and 48 KiB L1 / 2 MiB L2 per core; without AVX-512 kNR is 16):
 //
 //   for each kNC-column block of B and C       (j0)
 //     for each kKC-deep slice of K              (k0)
 //       pack op(B)[k0 slice, j0 block] -> kKC x kNC = 256 x 512 floats = 512 KiB  (L2/L3)
-//       pack op(A)[all rows, k0 slice] -> strips of kMR rows, M x kKC floats
-//       for each kMC-row block of A             (parallel, with the next loop)
+//       for each kMC-row block of A
+//         pack op(A)[block rows, k0 slice] -> strips of kMR rows, kMC x kKC floats
 //         for each kNR-column strip of B: kKC x kNR = 256 x 32 floats = 32 KiB    (L1)
 //           for each kMR-row strip of the block (kMR x kKC = 6 KiB, from L2)
 //             micro-kernel: a kMR x kNR tile of C in registers
@@ -39,7 +40,7 @@ namespace {
 //   L2 (2M)    the A block (kMC x kKC = 144 x 256 floats = 144 KiB) is reused by
 //              every B strip of the slice.
 //   L3 / RAM   the packed B slice is read once per A block; each B element is
-//              packed once in all, each A element once per kNC columns of C.
+//              packed once per thread, each A element once per kNC columns of C.
 //
 // Packing copies each block into exactly the order the micro-kernel reads it (A in
 // strips of kMR rows, B in strips of kNR columns, both k-major), so the kernel walks
@@ -48,9 +49,16 @@ namespace {
 // tile and writes back only the valid part, and zeros keep the unused lanes free of
 // stray NaNs or denormals that could slow it down.
 //
-// Threads share the packed slices: they pack them together (one strip each), wait,
-// then split the (A block, B strip) pairs between them; those write disjoint tiles
-// of C, so no two threads ever touch the same element.
+// Note [GEMM threads without barriers]
+// Threads split the rows of C, in whole strips of kMR rows, and each packs its own copy
+// of every B slice: nothing is shared, so nothing waits on anything until the loop ends.
+// An earlier version shared the packed slices (packed together, then a barrier, then
+// the tiles split between the threads), two barriers per K slice. The training step
+// of a small model is hundreds of small GEMMs, and on a 2-core machine shared with
+// other work those barriers were where the second thread lost its time: whenever the
+// other thread was not running, the one that reached the barrier waited for it. Packing
+// B twice costs K x N copies per thread against (M / threads) x N x K multiply-adds, so
+// a few percent at most.
 #if defined(__AVX512F__)
 constexpr int kNR = 32;  // two 16-float registers per row of the tile
 #else
@@ -64,7 +72,7 @@ constexpr int64_t kNC = 16 * kNR;
 constexpr int64_t kParallelMacs = int64_t{1} << 18;
 
 // A cache-line-aligned float buffer that only grows, so that after the first calls
-// gemm_cpu allocates nothing (one per calling thread: see gemm_cpu).
+// gemm_cpu allocates nothing (one per thread: see gemm_cpu).
 class PackBuffer {
  public:
   PackBuffer() = default;
@@ -148,48 +156,45 @@ void gemm_cpu(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
   if (K == 0 || alpha == 0.0f) return scale_c(M, N, beta, C, ldc);
   const Strides sa = op_strides(trans_a, lda);
   const Strides sb = op_strides(trans_b, ldb);
-  // The calling thread's buffers, shared with its team. A caller that is itself one
-  // of many OpenMP threads (matmul_cpu over a batch) has its own pair.
-  thread_local PackBuffer a_buffer, b_buffer;
   const int64_t a_strips = (M + kMR - 1) / kMR;
-  float* const packed_a = a_buffer.Get(a_strips * kMR * kKC);
-  float* const packed_b = b_buffer.Get(kKC * kNC);
-  const int64_t m_blocks = (M + kMC - 1) / kMC;
   const bool parallel = M * N * K > kParallelMacs && !omp_in_parallel();
 #pragma omp parallel if (parallel)
-  for (int64_t j0 = 0; j0 < N; j0 += kNC) {  // every thread runs these two loops
-    const int64_t nc = std::min(kNC, N - j0);
-    const int64_t n_strips = (nc + kNR - 1) / kNR;
-    for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-      const int64_t kc = std::min(kKC, K - k0);
-      // One loop over the strips of both slices, so one barrier (at its end) ensures
-      // everything is packed before anyone reads it.
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < a_strips + n_strips; ++s) {
-        if (s < a_strips) {
-          const int64_t i = s * kMR;
-          pack_strip<kMR>(A + i * sa.rows + k0 * sa.cols, sa.rows, sa.cols,
-                          std::min<int64_t>(kMR, M - i), kc, packed_a + i * kc);
-        } else {
-          const int64_t j = (s - a_strips) * kNR;
+  {
+    // This thread's strips of rows of C (Note [GEMM threads without barriers]), and its
+    // own packing buffers. A caller that is itself one of many OpenMP threads (matmul_cpu
+    // over a batch) runs this with a team of one.
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t row_begin = a_strips * me / threads * kMR;
+    const int64_t row_end = std::min(M, a_strips * (me + 1) / threads * kMR);
+    thread_local PackBuffer a_buffer, b_buffer;
+    float* const packed_a = a_buffer.Get(kMC * kKC);
+    float* const packed_b = b_buffer.Get(kKC * kNC);
+    for (int64_t j0 = 0; j0 < N && row_begin < row_end; j0 += kNC) {
+      const int64_t nc = std::min(kNC, N - j0);
+      const int64_t n_strips = (nc + kNR - 1) / kNR;
+      for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+        const int64_t kc = std::min(kKC, K - k0);
+        for (int64_t j = 0; j < nc; j += kNR) {
           pack_strip<kNR>(B + k0 * sb.rows + (j0 + j) * sb.cols, sb.cols, sb.rows,
                           std::min<int64_t>(kNR, nc - j), kc, packed_b + j * kc);
         }
-      }
-      const float beta_k = k0 == 0 ? beta : 1.0f;  // later slices accumulate onto C
-#pragma omp for collapse(2) schedule(static)
-      for (int64_t block = 0; block < m_blocks; ++block) {
-        for (int64_t strip = 0; strip < n_strips; ++strip) {
-          const int64_t j = strip * kNR;
-          const int64_t i_end = std::min(M, (block + 1) * kMC);
-          for (int64_t i = block * kMC; i < i_end; i += kMR) {
-            micro_kernel(kc, packed_a + i * kc, packed_b + j * kc, alpha, beta_k,
-                         C + i * ldc + j0 + j, ldc, std::min<int64_t>(kMR, M - i),
-                         std::min<int64_t>(kNR, nc - j));
+        const float beta_k = k0 == 0 ? beta : 1.0f;  // later slices accumulate onto C
+        for (int64_t i0 = row_begin; i0 < row_end; i0 += kMC) {
+          const int64_t i_end = std::min(row_end, i0 + kMC);
+          for (int64_t i = i0; i < i_end; i += kMR) {
+            pack_strip<kMR>(A + i * sa.rows + k0 * sa.cols, sa.rows, sa.cols,
+                            std::min<int64_t>(kMR, M - i), kc, packed_a + (i - i0) * kc);
+          }
+          for (int64_t strip = 0; strip < n_strips; ++strip) {
+            const int64_t j = strip * kNR;
+            for (int64_t i = i0; i < i_end; i += kMR) {
+              micro_kernel(kc, packed_a + (i - i0) * kc, packed_b + j * kc, alpha, beta_k,
+                           C + i * ldc + j0 + j, ldc, std::min<int64_t>(kMR, M - i),
+                           std::min<int64_t>(kNR, nc - j));
+            }
           }
         }
       }
-      // The barrier ending that loop keeps any thread from repacking while others read.
     }
   }
 }

@@ -14,6 +14,8 @@
 // bias is added before that one rounding, as cuBLASLt's epilogue adds it.
 #include <omp.h>
 
+#include <algorithm>
+
 #include "zero/kernels/cpu/gemm_cpu.h"
 #include "zero/kernels/dims_arg.h"
 #include "zero/kernels/dispatch.h"
@@ -93,18 +95,30 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const int64_t batch = shape_numel(out_batch);
   float* po = out.data_ptr<float>();
+  auto one_matrix = [&](int64_t i) {
+    gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
+             gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
+  };
   // gemm_cpu runs serially inside a parallel region, so this picks the level.
   const bool across_batch = batch >= omp_get_max_threads() && batch > 1 &&
                             M * N * K < kSmallMatrixMacs && batch * M * N * K > kParallelMacs;
-#pragma omp parallel for schedule(static) if (across_batch)
-  for (int64_t i = 0; i < batch; ++i) {
-    gemm_cpu(ga.trans, gb.trans, M, N, K, 1.0f, ga.data + ga.batch.Offset(i), ga.ld,
-             gb.data + gb.batch.Offset(i), gb.ld, accumulate ? 1.0f : 0.0f, po + i * M * N, N);
+  if (!across_batch) {
+    // Note [No parallel region around a parallel call]
+    // Not `#pragma omp parallel for if (across_batch)`: a region switched off by its if
+    // clause still opens a team (of one thread), and gemm_cpu's own parallel region is
+    // then nested inside it. libgomp keeps its sleeping worker threads for regions at
+    // the outermost level only; a nested team is made of threads created for it and
+    // ended after it. That cost every GEMM of the step two thread creations, and made
+    // two threads slower than one.
+    for (int64_t i = 0; i < batch; ++i) one_matrix(i);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < batch; ++i) one_matrix(i);
 }
 
 // The fused Linear on the CPU is a composition of the kernels it fuses on the GPU: a GEMM
-// against the transposed weight, a broadcast bias add, a column sum for the bias gradient.
+// against the transposed weight onto the bias, a column sum for the bias gradient.
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                         const Tensor& out) {
   if (x.dtype() != DataType::F32) {
@@ -112,8 +126,17 @@ void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bia
     linear_forward_cpu(to_f32(x), to_f32(weight), bias.defined() ? to_f32(bias) : bias, acc);
     return finish_f32(acc, out);
   }
-  matmul(x, transposed(weight), out);                          // (N, out)
-  if (bias.defined()) binary(BinaryOp::kAdd, out, bias, out);  // element-wise: may alias
+  // Note [The bias in the GEMM]
+  // out = x @ weight^T + bias as one GEMM onto rows that already hold the bias (beta = 1):
+  // each element is rounded once, as cuBLASLt's bias epilogue does, and the bias costs
+  // one copy per row instead of a second pass over out with a broadcast add.
+  if (bias.defined()) {
+    const int64_t rows = out.size(0), width = out.size(1);
+    const float* pb = bias.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < rows; ++i) std::copy(pb, pb + width, po + i * width);
+  }
+  matmul_cpu(x, transposed(weight), out, /*accumulate=*/bias.defined());  // (N, out)
 }
 
 void linear_backward_params_cpu(const Tensor& grad_out, const Tensor& x,
