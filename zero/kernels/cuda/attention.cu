@@ -6,7 +6,6 @@
 // from. The backward is attention_backward.cu.
 #include <cmath>
 
-#include "zero/kernels/attention_widen.h"
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -36,8 +35,8 @@ constexpr int kForwardTiles = kQueryInRegisters<kD> ? 4 : 5;
 
 template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_forward_kernel(
-    In q, In k, In v, Out out, float* lse, int H, int Tq, int Tk, int D, float scale,
-    bool causal, bool async, AttentionDropout drop) {
+    Src<kA> q, Src<kA> k, Src<kA> v, Dst<kA> out, float* lse, int H, int Tq, int Tk, int D,
+    float scale, bool causal, bool vectors, AttentionDropout drop) {
   extern __shared__ float smem[];
   // The key tiles ks(0), ks(1) and the value tiles vs(0), vs(1): one of each pair in
   // use, the other loading. The query tile qs is a fifth tile, or passes through ks(1)
@@ -50,11 +49,11 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int rows[2] = {q0 + r0 + 2 * g, q0 + r0 + 2 * g + 1};  // this thread's two queries
-  const float* kp = k.slice(bh, H);
-  const float* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async, true);
-  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async, false);
-  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async, false);
+  const auto* kp = k.slice(bh, H);
+  const auto* vp = v.slice(bh, H);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, vectors, true);
+  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, vectors, false);
+  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, vectors, false);
   commit_tiles();
   // The warp's 16 query rows as A operands, columns kk.. in qf[kk / 8], read once and
   // used against every key tile (when kQueryInRegisters).
@@ -75,7 +74,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
   for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
     // Start loading the next tile into the other buffer, then wait for this one.
     next_key_tiles<kD>(ks(buf ^ 1), vs(buf ^ 1), kp, k.row, vp, v.row, k0 + kTile, k_end, Tk,
-                       D, async);
+                       D, vectors);
     __syncthreads();
     float s[kSteps][4] = {};  // 16 x 64 scores: keys k0 + 8j.. in s[j]
 #pragma unroll
@@ -88,7 +87,9 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
       }
       const Operand<kA, 4> fa = operand<kA>(a);
 #pragma unroll
-      for (int j = 0; j < kSteps; ++j) mma<kA>(s[j], fa, b_cols_operand<kD, kA>(ks(buf), 8 * j, kk));
+      for (int j = 0; j < kSteps; ++j) {
+        mma<kA>(s[j], fa, b_cols_operand<kD, kA>(ks(buf), 8 * j, kk));
+      }
     }
     // Online softmax of the thread's two rows (s[j][e] is row rows[e / 2]); the other
     // 48 columns of a row are held by the 3 other threads of its quad (Note [Online
@@ -101,13 +102,14 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
     times_tile<kD, kA>(o, s, vs(buf));
     __syncthreads();  // every warp is done with ks(buf), vs(buf): the next load may reuse them
   }
-  float* op = out.slice(bh, H);
+  using E = Element<kA>;
+  E* op = out.slice(bh, H);
 #pragma unroll
   for (int n = 0; n < kD / 8; ++n) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = rows[e / 2], d = 8 * n + 2 * t + e % 2;
-      if (i < Tq && d < D) op[i * out.row + d] = o[n][e] / l[e / 2];
+      if (i < Tq && d < D) op[i * out.row + d] = to_element<E>(o[n][e] / l[e / 2]);
     }
   }
   if (t == 0) {
@@ -131,9 +133,11 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD, kA>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));
+  using E = Element<kA>;
   attention_forward_kernel<kD, kA><<<grid, kThreads, smem, cuda::current_stream()>>>(
-      in_view(q), in_view(k), in_view(v), out_view(out), lse.data_ptr<float>(), H, Tq, Tk, D,
-      1.0f / std::sqrt(static_cast<float>(D)), causal, async_ok(D, {&q, &k, &v}), drop);
+      in_view<E>(q), in_view<E>(k), in_view<E>(v), out_view<E>(out), lse.data_ptr<float>(), H,
+      Tq, Tk, D, 1.0f / std::sqrt(static_cast<float>(D)), causal, vectors_ok(D, {&q, &k, &v}),
+      drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -143,13 +147,10 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  // 16-bit operands: Note [16-bit attention through the FP32 kernels] (attention_widen.h).
-  const Tensor q32 = widened(q), k32 = widened(k), v32 = widened(v), out32 = wide_output(out);
+  // 16-bit operands are widened as the tiles load (Note [Attention tiles in shared memory]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
-    forward<decltype(width)::value, decltype(arith)::value>(q32, k32, v32, causal, drop, out32,
-                                                            lse);
+    forward<decltype(width)::value, decltype(arith)::value>(q, k, v, causal, drop, out, lse);
   });
-  rounded(out32, out);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // the parts it is built from, each with its Note:
 //
 //   attention_views.cuh            the operands as strided views of the GPT's packed qkv
-//   attention_tiles.cuh            64-row tiles in shared memory, loaded with cp.async
+//   attention_tiles.cuh            64-row FP32 tiles in shared memory, loaded with
+//                                  cp.async or widened from 16 bits on the way
 //   attention_tf32.cuh             the tile product: FP32 FMAs, 3xTF32 or one TF32 mma
 //   attention_fragments.cuh        which thread holds which element; acc += P B
 //   attention_softmax.cuh          the online softmax in registers; the causal mask
@@ -66,17 +67,29 @@ namespace zero::ops::cuda::flash {
 
 inline int tiles(int64_t rows) { return static_cast<int>((rows + kTile - 1) / kTile); }
 
-// Whether the tiles of these operands can be copied 16 bytes at a time (load_tile).
-inline bool async_ok(int64_t D, std::initializer_list<const Tensor*> operands) {
-  if (D % 4 != 0) return false;
+// Whether the tiles of these operands can be copied 16 bytes at a time (load_tile): D,
+// every stride and every start a multiple of 16 bytes.
+inline bool vectors_ok(int64_t D, std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands) {
-    if (reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
+    const int64_t lanes = 16 / static_cast<int64_t>(dtype_size(t->dtype()));
+    if (D % lanes != 0 || reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
     for (int d = 0; d < 3; ++d) {
-      if (t->stride(d) % 4 != 0) return false;
+      if (t->stride(d) % lanes != 0) return false;
     }
   }
   return true;
 }
+
+// The element type of the operands a kernel instance reads and writes: BF16 and F16 for
+// their own Arith (the 16-bit products), float for the FP32 modes. The tiles in shared
+// memory are FP32 either way (Note [Attention tiles in shared memory]).
+template <Arith kA>
+using Element = std::conditional_t<kA == Arith::kBf16, bf16,
+                                   std::conditional_t<kA == Arith::kF16, f16, float>>;
+template <Arith kA>
+using Src = HeadView<const Element<kA>>;  // q, k, v, the output and dO, read
+template <Arith kA>
+using Dst = HeadView<Element<kA>>;        // the output and the gradients, written
 
 // Shared bytes of a kernel holding `tiles` (64, kD + 4) tiles and `vectors` 64-float
 // vectors.
@@ -87,8 +100,7 @@ inline size_t smem_bytes(int tiles, int vectors) {
 
 // Calls f(width, arith) with std::integral_constant arguments: the compiled width that
 // fits D and the Arith of the products: the operands' own 16-bit format when `operands`
-// (their dtype before widening) is BF16 or F16, else the precision mode's (Note [Tensor
-// Cores in FP32]).
+// (their dtype) is BF16 or F16, else the precision mode's (Note [Tensor Cores in FP32]).
 template <typename F>
 void dispatch(int64_t D, DataType operands, F&& f) {
   const auto with = [&](auto width) {

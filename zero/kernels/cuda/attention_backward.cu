@@ -6,7 +6,6 @@
 // lists the parts these kernels are built from. The forward is attention.cu.
 #include <cmath>
 
-#include "zero/kernels/attention_widen.h"
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/dispatch.h"
@@ -24,15 +23,18 @@ using namespace cuda::flash;
 // and, of a 16 x 64 score tile, columns 8j + 2t and 8j + 2t + 1 in s[j].
 
 // delta[row] = sum_d dO[row][d] * O[row][d] for row = bh * Tq + i, one warp per row.
-__global__ void attention_delta_kernel(In grad_out, In out, float* delta, int64_t rows, int H,
-                                       int Tq, int D) {
+template <typename E>
+__global__ void attention_delta_kernel(HeadView<const E> grad_out, HeadView<const E> out,
+                                       float* delta, int64_t rows, int H, int Tq, int D) {
   const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
   const int64_t bh = row / Tq, i = row % Tq;
-  const float* grad_row = grad_out.slice(bh, H) + i * grad_out.row;
-  const float* out_row = out.slice(bh, H) + i * out.row;
+  const E* grad_row = grad_out.slice(bh, H) + i * grad_out.row;
+  const E* out_row = out.slice(bh, H) + i * out.row;
   float s = 0.0f;
-  for (int d = threadIdx.x % 32; d < D; d += 32) s += grad_row[d] * out_row[d];
+  for (int d = threadIdx.x % 32; d < D; d += 32) {
+    s += static_cast<float>(grad_row[d]) * static_cast<float>(out_row[d]);
+  }
   s = cuda::warp_sum(s);
   if (threadIdx.x % 32 == 0) delta[row] = s;
 }
@@ -57,9 +59,9 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* 
 
 template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
-    In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_k,
-    Out grad_v, int H, int Tq, int Tk, int D, float scale, bool causal, bool async,
-    AttentionDropout drop) {
+    Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
+    Dst<kA> grad_k, Dst<kA> grad_v, int H, int Tq, int Tk, int D, float scale, bool causal,
+    bool vectors, AttentionDropout drop) {
   extern __shared__ float smem[];
   // ks, vs (64, kD + 4) resident; then two sets of qs, dos (64, kD + 4) and lse, delta
   // (64) for the query tiles: one in use, the other loading.
@@ -73,8 +75,8 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const float* qp = q.slice(bh, H);
-  const float* gp = grad_out.slice(bh, H);
+  const auto* qp = q.slice(bh, H);
+  const auto* gp = grad_out.slice(bh, H);
   lse += bh * Tq, delta += bh * Tq;
   // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask. The
   // start is rounded down to an even row: the dropout factors come in squares of two
@@ -83,16 +85,16 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
   const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) & ~1 : 0;
   // Loads query tile q0 into buffer b: Q and dO rows, and their lse and delta.
   const auto load_queries = [&](int q0, int b) {
-    load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, async, false);
-    load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, async, false);
+    load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, vectors, false);
+    load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, vectors, false);
     if (threadIdx.x < kTile) {
       const int i = q0 + threadIdx.x;
       lse_s(b)[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
       delta_s(b)[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
     }
   };
-  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D, async, true);
-  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D, async, true);
+  load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D, vectors, true);
+  load_tile<kD>(vs, v.slice(bh, H), v.row, k0, Tk, D, vectors, true);
   if (q_begin < Tq) load_queries(q_begin, 0);
   commit_tiles();
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
@@ -129,8 +131,9 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
 
 template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
-    In q, In k, In v, In grad_out, const float* lse, const float* delta, Out grad_q, int H,
-    int Tq, int Tk, int D, float scale, bool causal, bool async, AttentionDropout drop) {
+    Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
+    Dst<kA> grad_q, int H, int Tq, int Tk, int D, float scale, bool causal, bool vectors,
+    AttentionDropout drop) {
   extern __shared__ float smem[];
   // qs, dos (64, kD + 4) resident; then two sets of ks, vs (64, kD + 4): one in use,
   // the other loading.
@@ -144,12 +147,12 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
   // attention], order of the blocks).
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const float* kp = k.slice(bh, H);
-  const float* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, async, true);
-  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D, async, true);
-  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, async, false);
-  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, async, false);
+  const auto* kp = k.slice(bh, H);
+  const auto* vp = v.slice(bh, H);
+  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, vectors, true);
+  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D, vectors, true);
+  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, vectors, false);
+  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, vectors, false);
   commit_tiles();
   const int rows[2] = {q0 + r0 + 2 * g, q0 + r0 + 2 * g + 1};  // this thread's two queries
   float row_lse[2], row_delta[2];
@@ -161,7 +164,7 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
   const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
   for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
     next_key_tiles<kD>(ks(buf ^ 1), vs(buf ^ 1), kp, k.row, vp, v.row, k0 + kTile, k_end, Tk,
-                       D, async);
+                       D, vectors);
     __syncthreads();
     float s[kSteps][4] = {}, dp[kSteps][4] = {};  // S = Q K^T, dP = dO V^T
     two_scores<kD, kA>(s, dp, qs, ks(buf), dos, vs(buf), r0);
@@ -201,23 +204,24 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  using E = Element<kA>;
   Tensor delta = Tensor::Empty({bh * Tq}, lse.options());  // (B * H * Tq)
   if (bh * Tq > 0) {
     constexpr int kRowsPerBlock = kThreads / 32;
     const unsigned blocks = static_cast<unsigned>((bh * Tq + kRowsPerBlock - 1) / kRowsPerBlock);
     attention_delta_kernel<<<blocks, kThreads, 0, cuda::current_stream()>>>(
-        in_view(grad_out), in_view(out), delta.data_ptr<float>(), bh * Tq, H, Tq, D);
+        in_view<E>(grad_out), in_view<E>(out), delta.data_ptr<float>(), bh * Tq, H, Tq, D);
     ZERO_CUDA_LAUNCH_CHECK();
   }
-  const bool async = async_ok(D, {&q, &k, &v, &grad_out});
+  const bool vectors = vectors_ok(D, {&q, &k, &v, &grad_out});
   const size_t smem_kv = smem_bytes<kD>(6, 4);
   allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
   attention_backward_dkdv_kernel<kD, kA>
       <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
-          in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
-          delta.data_ptr<float>(), out_view(grad_k), out_view(grad_v), H, Tq, Tk, D, scale,
-          causal, async, drop);
+          in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
+          lse.data_ptr<float>(), delta.data_ptr<float>(), out_view<E>(grad_k),
+          out_view<E>(grad_v), H, Tq, Tk, D, scale, causal, vectors, drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
   const size_t smem_q = smem_bytes<kD>(6, 0);
@@ -225,8 +229,9 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
   attention_backward_dq_kernel<kD, kA>
       <<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
-          in_view(q), in_view(k), in_view(v), in_view(grad_out), lse.data_ptr<float>(),
-          delta.data_ptr<float>(), out_view(grad_q), H, Tq, Tk, D, scale, causal, async, drop);
+          in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
+          lse.data_ptr<float>(), delta.data_ptr<float>(), out_view<E>(grad_q), H, Tq, Tk, D,
+          scale, causal, vectors, drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -237,17 +242,11 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  // 16-bit operands: Note [16-bit attention through the FP32 kernels] (attention_widen.h).
-  const Tensor q32 = widened(q), k32 = widened(k), v32 = widened(v), out32 = widened(out);
-  const Tensor go32 = widened(grad_out);
-  const Tensor gq = wide_output(grad_q), gk = wide_output(grad_k), gv = wide_output(grad_v);
+  // 16-bit operands are widened as the tiles load (Note [Attention tiles in shared memory]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
-    backward<decltype(width)::value, decltype(arith)::value>(q32, k32, v32, out32, lse, go32,
-                                                            causal, drop, gq, gk, gv);
+    backward<decltype(width)::value, decltype(arith)::value>(q, k, v, out, lse, grad_out, causal,
+                                                            drop, grad_q, grad_k, grad_v);
   });
-  rounded(gq, grad_q);
-  rounded(gk, grad_k);
-  rounded(gv, grad_v);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // kernels) and attention_reference.cu (the plain one). Private to kernels/cuda/.
 //
 // Note [Attention operands as views]
-// A kernel only ever reads or writes whole rows of D floats, so no operand has to be a
+// A kernel only ever reads or writes whole rows of D values, so no operand has to be a
 // contiguous [B, H, T, D] array: element (b, h, t, d) sits at b * batch + h * head +
 // t * row + d, the D stride being 1 (the dispatch, kernels/attention.cpp, checks it). The
 // GPT hands the kernels its packed c_attn output [B, T, 3C] as it is: q, k and v are the
@@ -27,18 +27,21 @@ template <typename T>
 struct HeadView {
   T* data;
   int64_t batch, head, row;
-  // The [T, D] matrix of grid slice bh = b * H + h, its rows `row` floats apart.
+  // The [T, D] matrix of grid slice bh = b * H + h, its rows `row` elements apart.
   __device__ T* slice(int64_t bh, int H) const { return data + bh / H * batch + bh % H * head; }
 };
 using In = HeadView<const float>;
 using Out = HeadView<float>;
 
-// The HeadView of a [B, H, T, D] tensor whose D stride is 1 (checked by the dispatch).
-inline In in_view(const Tensor& t) {
-  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
+// The HeadView of a [B, H, T, D] tensor of elements E (float, bf16 or f16) whose D
+// stride is 1 (checked by the dispatch).
+template <typename E = float>
+inline HeadView<const E> in_view(const Tensor& t) {
+  return {t.data_ptr<E>(), t.stride(0), t.stride(1), t.stride(2)};
 }
-inline Out out_view(const Tensor& t) {
-  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
+template <typename E = float>
+inline HeadView<E> out_view(const Tensor& t) {
+  return {t.data_ptr<E>(), t.stride(0), t.stride(1), t.stride(2)};
 }
 
 }  // namespace zero::ops::cuda::flash
