@@ -100,7 +100,13 @@ def torch_step(preset, tf32, steps, warmup, dtype="fp32", compiled=False):
             logits = model(x)
             return F.cross_entropy(logits.view(-1, v).float(), y.reshape(-1))
 
-    loss_of = torch.compile(forward) if compiled else forward
+    # A fresh compile for every row, shapes fixed: dynamo keys its cache on the code object
+    # of `forward`, the same for every row, and after a second shape it would mark the
+    # batch and sequence dimensions dynamic and compile slower, shape-generic kernels
+    # (measured on the H200: GPT-2 bf16 28.7 ms a step that way, 19.3 ms fresh).
+    if compiled:
+        torch._dynamo.reset()
+    loss_of = torch.compile(forward, dynamic=False) if compiled else forward
 
     def step(i):
         batch = data[i % len(data)]
