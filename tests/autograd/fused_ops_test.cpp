@@ -401,6 +401,29 @@ TEST_P(FusedOpsTest, LinearCrossEntropyMatchesComposition) {
                1e-6f);
 }
 
+// In BF16 the weight gradient's GEMM reads the chunk's dlogits as a transposed view
+// (no transposed copy) and several chunks add into an FP32 sum: the same loss and
+// gradients as FP32, within BF16's rounding of x, w and the logits (u = 2^-8).
+TEST_P(FusedOpsTest, LinearCrossEntropyBf16ChunksMatchFp32) {
+  const int64_t n = 37, c = 8, vocab = 11;
+  Tensor x = randn_leaf({n, c}, device(), 42);
+  Tensor w = randn_leaf({vocab, c}, device(), 43);
+  Tensor t = targets_of(some_targets(n, vocab, 5), device());
+  const auto bf16_loss = [&](int64_t chunk, bool in_forward) {
+    return lce_chunked(to_dtype(x, DataType::BF16), to_dtype(w, DataType::BF16), t, chunk, -100,
+                       in_forward);
+  };
+  const std::vector<Tensor> want = grads_of([&] { return lce_reference(x, w, t, -100); }, {x, w});
+  for (int64_t chunk : {int64_t{64}, int64_t{5}}) {
+    for (bool in_forward : {false, true}) {
+      SCOPED_TRACE("chunk rows " + std::to_string(chunk) + (in_forward ? ", in forward" : ""));
+      expect_close(bf16_loss(chunk, in_forward), lce_reference(x, w, t, -100), 2e-2f, 1e-2f);
+      expect_same_grads(grads_of([&] { return bf16_loss(chunk, in_forward); }, {x, w}), want,
+                        5e-2f, 4e-3f);
+    }
+  }
+}
+
 TEST_P(FusedOpsTest, LinearCrossEntropyGradientsAgainstFiniteDifferences) {
   Tensor x = randn_leaf({7, 3}, device(), 50);
   Tensor w = randn_leaf({5, 3}, device(), 51);

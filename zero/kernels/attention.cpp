@@ -9,8 +9,9 @@
 // always contiguous.
 // Dropout on the probabilities (Note [Attention dropout] in cpu/attention_cpu.cpp) is
 // a mask recomputed from Philox, never stored.
-// 16-bit operands: Note [16-bit attention through the FP32 kernels] in attention_widen.h;
-// each backend widens them itself, so that the CUDA kernels know which products to run.
+// 16-bit operands go to the backends as they are: the CPU and the CUDA reference widen
+// them (Note [16-bit attention through the FP32 kernels] in attention_widen.h), the fast
+// CUDA kernels multiply them on the 16-bit Tensor Cores.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"

@@ -2,16 +2,15 @@
 // zero/kernels (the CPU reference and the CUDA kernels both use them).
 //
 // Note [16-bit attention through the FP32 kernels]
-// BF16 and F16 operands are widened to FP32 (exactly: every 16-bit value is an FP32
-// value), the kernels run on the FP32 copies, and each result is rounded once to the
-// operands' dtype. The softmax, its statistics and every sum stay FP32, as mixed
-// precision asks. The CPU computes on the copies in FP32, so its 16-bit result is its
-// FP32 result rounded: the reference. The CUDA kernels multiply on the Tensor Cores in
-// the operands' own format (Arith::kBf16, kF16 in cuda/attention_tf32.cuh), which is
-// exact for Q, K, V and dO (they are 16-bit values) and rounds the probabilities and
-// dS to 16 bits before their products, as FlashAttention does. The widened copies cost
-// 2 bytes read and 4 written and read again per element, small next to the products;
-// kernels that read 16-bit tiles directly would save them.
+// The CPU attention and the plain CUDA reference (cuda/attention_reference.cu) take BF16
+// and F16 operands this way: widened to FP32 (exactly: every 16-bit value is an FP32
+// value), computed on the FP32 copies, and each result rounded once to the operands'
+// dtype. The softmax, its statistics and every sum stay FP32, as mixed precision asks,
+// so the CPU's 16-bit result is its FP32 result rounded: the reference. The fast CUDA
+// kernels do not widen: their tiles hold the 16-bit values and their products run on
+// the Tensor Cores in the operands' own format (Note [16-bit fragments] in
+// cuda/attention_tf32.cuh), exact for Q, K, V and dO, with the probabilities and dS
+// rounded to 16 bits before their products, as FlashAttention does.
 #pragma once
 
 #include "zero/core/tensor.h"

@@ -169,19 +169,23 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
 // head). So the chunk's backward also writes dlogits transposed, (V, n), while the tile
 // is in registers, and x is transposed once, (C, N): the GEMM then reads both along the
 // sum. grad_x = dlogits W keeps the row-major dlogits, contiguous along its sum over V.
+// The 16-bit Tensor-Core GEMMs read either layout at full rate (the blocks' Linear layers
+// rely on it), so in BF16 and F16 the GEMM takes dlogits^T and x as views instead, and
+// the chunk's backward writes dlogits once (docs/speed_notes.md, item 29).
 void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const Tensor& targets,
                                    const Tensor& loss, const Tensor& grad, Tensor& grad_x,
                                    Tensor& grad_weight) {
   const int64_t n = x.size(0), vocab = weight.size(0), chunk = std::min(n, chunk_rows_);
   const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
   Tensor buffer = Tensor::Empty({chunk, vocab}, x.options());  // (chunk, V)
-  Tensor buffer_t, x_t;  // (chunk * V) flat, for dlogits^T; (C, N)
+  Tensor buffer_t, x_t;  // (chunk * V) flat, for dlogits^T; (C, N): FP32 only
+  const bool copy_transposed = grad_weight.defined() && x.dtype() == DataType::F32;
   // In BF16 or F16 the chunks add into an FP32 sum, rounded once at the end.
   const bool sum_in_f32 =
       grad_weight.defined() && grad_weight.dtype() != DataType::F32 && n > chunk_rows_;
   Tensor grad_weight_sum = sum_in_f32 ? Tensor::Empty(grad_weight.sizes(), f32_like(grad_weight))
                                       : grad_weight;  // (V, C)
-  if (grad_weight.defined()) {
+  if (copy_transposed) {
     buffer_t = Tensor::Empty({chunk * vocab}, x.options());
     x_t = Tensor::Empty({x.size(1), n}, x.options());
     ops::copy(x.Transpose(0, 1), x_t);
@@ -196,16 +200,18 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
                                        lse_.Slice(0, r0, r1), loss);
     }
     if (!grad_x.defined() && !grad_weight.defined()) continue;
-    const Tensor logits_t = grad_weight.defined()
+    const Tensor logits_t = copy_transposed
                                 ? buffer_t.Slice(0, 0, rows * vocab).View({vocab, rows})
                                 : Tensor();  // (V, rows)
     ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
                                       grad, count_, ignore_index_, logits_t);  // -> dlogits
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     // (V, C): the first chunk writes grad_weight, the others add into it.
-    if (grad_weight.defined()) {
+    if (copy_transposed) {
       ops::matmul(logits_t, x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight_sum,
                   /*accumulate=*/r0 > 0);
+    } else if (grad_weight.defined()) {
+      ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight_sum, /*accumulate=*/r0 > 0);
     }
   }
   if (sum_in_f32) ops::convert(grad_weight_sum, grad_weight);

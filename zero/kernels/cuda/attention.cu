@@ -37,14 +37,15 @@ template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_forward_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Dst<kA> out, float* lse, int H, int Tq, int Tk, int D,
     float scale, bool causal, bool vectors, AttentionDropout drop) {
-  extern __shared__ float smem[];
+  using E = Element<kA>;
+  E* const smem = shared_tiles<E>();
   // The key tiles ks(0), ks(1) and the value tiles vs(0), vs(1): one of each pair in
   // use, the other loading. The query tile qs is a fifth tile, or passes through ks(1)
   // on its way to registers.
-  constexpr int kSize = kTile * kLd<kD>;
+  constexpr int kSize = kTile * kLd<kD, E>;
   const auto ks = [&](int b) { return smem + b * kSize; };
   const auto vs = [&](int b) { return smem + (2 + b) * kSize; };
-  float* qs = kQueryInRegisters<kD> ? ks(1) : smem + 4 * kSize;
+  E* qs = kQueryInRegisters<kD> ? ks(1) : smem + 4 * kSize;
   const int64_t bh = blockIdx.x;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
@@ -55,14 +56,24 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
   load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, vectors, false);
   load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, vectors, false);
   commit_tiles();
-  // The warp's 16 query rows as A operands, columns kk.. in qf[kk / 8], read once and
-  // used against every key tile (when kQueryInRegisters).
-  float qf[kQueryInRegisters<kD> ? kD / 8 : 1][4];
+  // The warp's 16 query rows as A operands, read once and used against every key tile
+  // (when kQueryInRegisters): columns kk.. as TF32-layout fragments in qf[kk / 8], or
+  // as 16-bit operands in q16[kk / 16].
+  constexpr bool kQf = kQueryInRegisters<kD> && !kSixteenBit<kA>;
+  constexpr bool kQ16 = kQueryInRegisters<kD> && kSixteenBit<kA>;
+  float qf[kQf ? kD / 8 : 1][4];
+  Packed16<4> q16[kQ16 ? kD / 16 : 1];
   if constexpr (kQueryInRegisters<kD>) {
     wait_tiles<0>();
     __syncthreads();
 #pragma unroll
-    for (int kk = 0; kk < kD; kk += 8) a_rows<kD>(qf[kk / 8], qs, r0, kk);
+    for (int kk = 0; kk < kD; kk += kK<kA>) {
+      if constexpr (kQ16) {
+        q16[kk / 16] = a_rows16<kD>(qs, r0, kk);
+      } else {
+        a_rows<kD>(qf[kk / 8], qs, r0, kk);
+      }
+    }
     __syncthreads();  // every warp has its rows: ks(1) may take the next key tile
   }
 
@@ -78,14 +89,21 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
     __syncthreads();
     float s[kSteps][4] = {};  // 16 x 64 scores: keys k0 + 8j.. in s[j]
 #pragma unroll
-    for (int kk = 0; kk < kD; kk += 8) {
-      float a[4];
-      if constexpr (kQueryInRegisters<kD>) {
-        for (int e = 0; e < 4; ++e) a[e] = qf[kk / 8][e];
+    for (int kk = 0; kk < kD; kk += kK<kA>) {
+      Operand<kA, 4> fa;
+      if constexpr (kQ16) {
+        fa = q16[kk / 16];
+      } else if constexpr (kSixteenBit<kA>) {
+        fa = a_rows16<kD>(qs, r0, kk);
       } else {
-        a_rows<kD>(a, qs, r0, kk);
+        float a[4];
+        if constexpr (kQf) {
+          for (int e = 0; e < 4; ++e) a[e] = qf[kk / 8][e];
+        } else {
+          a_rows<kD>(a, qs, r0, kk);
+        }
+        fa = operand<kA>(a);
       }
-      const Operand<kA, 4> fa = operand<kA>(a);
 #pragma unroll
       for (int j = 0; j < kSteps; ++j) {
         mma<kA>(s[j], fa, b_cols_operand<kD, kA>(ks(buf), 8 * j, kk));
@@ -129,7 +147,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   const int H = static_cast<int>(q.size(1));
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
   const int D = static_cast<int>(q.size(3));
-  const size_t smem = smem_bytes<kD>(kForwardTiles<kD>, 0);
+  const size_t smem = smem_bytes<kD, kA>(kForwardTiles<kD>, 0);
   ZERO_CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<kD, kA>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   const dim3 grid(static_cast<unsigned>(bh), tiles(Tq));

@@ -4,9 +4,9 @@
 // the parts it is built from, each with its Note:
 //
 //   attention_views.cuh            the operands as strided views of the GPT's packed qkv
-//   attention_tiles.cuh            64-row FP32 tiles in shared memory, loaded with
-//                                  cp.async or widened from 16 bits on the way
-//   attention_tf32.cuh             the tile product: FP32 FMAs, 3xTF32 or one TF32 mma
+//   attention_tiles.cuh            64-row tiles in shared memory, loaded with cp.async
+//   attention_tf32.cuh             the tile product: FP32 FMAs, 3xTF32, one TF32 mma or
+//                                  one 16-bit mma
 //   attention_fragments.cuh        which thread holds which element; acc += P B
 //   attention_softmax.cuh          the online softmax in registers; the causal mask
 //   attention_dropout_squares.cuh  one Philox block per 2 x 2 square of probabilities
@@ -80,9 +80,9 @@ inline bool vectors_ok(int64_t D, std::initializer_list<const Tensor*> operands)
   return true;
 }
 
-// The element type of the operands a kernel instance reads and writes: BF16 and F16 for
-// their own Arith (the 16-bit products), float for the FP32 modes. The tiles in shared
-// memory are FP32 either way (Note [Attention tiles in shared memory]).
+// The element type of the operands a kernel instance reads and writes, and of its tiles
+// in shared memory: BF16 and F16 for their own Arith (the 16-bit products), float for
+// the FP32 modes (Note [Attention tiles in shared memory]).
 template <Arith kA>
 using Element = std::conditional_t<kA == Arith::kBf16, bf16,
                                    std::conditional_t<kA == Arith::kF16, f16, float>>;
@@ -91,12 +91,21 @@ using Src = HeadView<const Element<kA>>;  // q, k, v, the output and dO, read
 template <Arith kA>
 using Dst = HeadView<Element<kA>>;        // the output and the gradients, written
 
-// Shared bytes of a kernel holding `tiles` (64, kD + 4) tiles and `vectors` 64-float
-// vectors.
-template <int kD>
+// Shared bytes of a kernel of arithmetic kA holding `tiles` (64, kLd) tiles of its
+// elements and, after them, `vectors` 64-float vectors.
+template <int kD, Arith kA>
 inline size_t smem_bytes(int tiles, int vectors) {
-  return sizeof(float) * (tiles * kTile * kLd<kD> + vectors * kTile);
+  return sizeof(Element<kA>) * tiles * kTile * kLd<kD, Element<kA>> +
+         sizeof(float) * vectors * kTile;
 }
+
+// The kernel's dynamic shared memory as tiles of E (16-byte aligned).
+template <typename E>
+__device__ inline E* shared_tiles() {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  return reinterpret_cast<E*>(smem_raw);
+}
+
 
 // Calls f(width, arith) with std::integral_constant arguments: the compiled width that
 // fits D and the Arith of the products: the operands' own 16-bit format when `operands`

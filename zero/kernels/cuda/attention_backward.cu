@@ -42,11 +42,11 @@ __global__ void attention_delta_kernel(HeadView<const E> grad_out, HeadView<cons
 // s[j] += A B^T and d[j] += C D^T for a warp's 16 rows r0.. of shared tiles A and C
 // against all 64 rows of shared tiles B and D: the two score-like products of the
 // backward (S and dP, or their transposes).
-template <int kD, Arith kA>
-__device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const float* a, const float* b,
-                           const float* c, const float* dd, int r0) {
+template <int kD, Arith kA, typename E>
+__device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const E* a, const E* b,
+                           const E* c, const E* dd, int r0) {
 #pragma unroll
-  for (int kk = 0; kk < kD; kk += 8) {
+  for (int kk = 0; kk < kD; kk += kK<kA>) {
     const Operand<kA, 4> ta = a_rows_operand<kD, kA>(a, r0, kk);
     const Operand<kA, 4> tc = a_rows_operand<kD, kA>(c, r0, kk);
 #pragma unroll
@@ -62,16 +62,18 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
     Dst<kA> grad_k, Dst<kA> grad_v, int H, int Tq, int Tk, int D, float scale, bool causal,
     bool vectors, AttentionDropout drop) {
-  extern __shared__ float smem[];
-  // ks, vs (64, kD + 4) resident; then two sets of qs, dos (64, kD + 4) and lse, delta
-  // (64) for the query tiles: one in use, the other loading.
-  constexpr int kSize = kTile * kLd<kD>;
-  float* ks = smem;
-  float* vs = smem + kSize;
+  using E = Element<kA>;
+  E* const smem = shared_tiles<E>();
+  // ks, vs (64, kLd) resident; then two sets of qs, dos (64, kLd) and lse, delta (64
+  // floats) for the query tiles: one in use, the other loading.
+  constexpr int kSize = kTile * kLd<kD, E>;
+  E* ks = smem;
+  E* vs = smem + kSize;
   const auto qs = [&](int b) { return smem + (2 + b) * kSize; };
   const auto dos = [&](int b) { return smem + (4 + b) * kSize; };
-  const auto lse_s = [&](int b) { return smem + 6 * kSize + b * 2 * kTile; };
-  const auto delta_s = [&](int b) { return smem + 6 * kSize + b * 2 * kTile + kTile; };
+  float* const vectors_s = reinterpret_cast<float*>(smem + 6 * kSize);
+  const auto lse_s = [&](int b) { return vectors_s + b * 2 * kTile; };
+  const auto delta_s = [&](int b) { return vectors_s + b * 2 * kTile + kTile; };
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
@@ -134,12 +136,13 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
     Dst<kA> grad_q, int H, int Tq, int Tk, int D, float scale, bool causal, bool vectors,
     AttentionDropout drop) {
-  extern __shared__ float smem[];
-  // qs, dos (64, kD + 4) resident; then two sets of ks, vs (64, kD + 4): one in use,
-  // the other loading.
-  constexpr int kSize = kTile * kLd<kD>;
-  float* qs = smem;
-  float* dos = smem + kSize;
+  using E = Element<kA>;
+  E* const smem = shared_tiles<E>();
+  // qs, dos (64, kLd) resident; then two sets of ks, vs (64, kLd): one in use, the
+  // other loading.
+  constexpr int kSize = kTile * kLd<kD, E>;
+  E* qs = smem;
+  E* dos = smem + kSize;
   const auto ks = [&](int b) { return smem + (2 + b) * kSize; };
   const auto vs = [&](int b) { return smem + (4 + b) * kSize; };
   const int64_t bh = blockIdx.x;
@@ -214,7 +217,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
     ZERO_CUDA_LAUNCH_CHECK();
   }
   const bool vectors = vectors_ok(D, {&q, &k, &v, &grad_out});
-  const size_t smem_kv = smem_bytes<kD>(6, 4);
+  const size_t smem_kv = smem_bytes<kD, kA>(6, 4);
   allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
   attention_backward_dkdv_kernel<kD, kA>
@@ -224,7 +227,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
           out_view<E>(grad_v), H, Tq, Tk, D, scale, causal, vectors, drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
-  const size_t smem_q = smem_bytes<kD>(6, 0);
+  const size_t smem_q = smem_bytes<kD, kA>(6, 0);
   allow_smem(attention_backward_dq_kernel<kD, kA>, smem_q);
   const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
   attention_backward_dq_kernel<kD, kA>

@@ -53,6 +53,45 @@ __device__ inline void b_rows(float b[2], const float* tile, int k0, int n0) {
   b[0] = p[0], b[1] = p[kLd<kD>];
 }
 
+// The two 16-bit values at p (4-byte aligned) as one register, p[0] in the low half.
+template <typename E>
+__device__ inline uint32_t pair_at(const E* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// The A operand (16 x 16) of rows [r0, r0 + 16), columns [k0, k0 + 16) of a 16-bit tile
+// (Note [16-bit fragments]).
+template <int kD, typename E>
+__device__ inline Packed16<4> a_rows16(const E* tile, int r0, int k0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const E* p = tile + (r0 + g) * kLd<kD, E> + k0 + 2 * t;
+  return {{pair_at(p), pair_at(p + 8 * kLd<kD, E>), pair_at(p + 8),
+           pair_at(p + 8 * kLd<kD, E> + 8)}};
+}
+
+// The B operand (16 x 8) B(k, n) = M[n0 + n][k0 + k] of a 16-bit tile M: its rows read
+// as columns, as K is in S = Q K^T.
+template <int kD, typename E>
+__device__ inline Packed16<2> b_cols16(const E* tile, int n0, int k0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const E* p = tile + (n0 + g) * kLd<kD, E> + k0 + 2 * t;
+  return {{pair_at(p), pair_at(p + 8)}};
+}
+
+// The B operands (16 x 8) B(k, n) = M[k0 + k][n0 + n] and M[k0 + k][n0 + 8 + n] of a
+// 16-bit tile M, as V is in P V: two column tiles from one ldmatrix.x4.trans. Lane l
+// gives the address of row k0 + l % 16, column n0 + 8 (l / 16), for the four 8 x 8
+// blocks b[0..1] (rows k0.., k0 + 8..; columns n0..) and b[2..3] (columns n0 + 8..).
+template <int kD, typename E>
+__device__ inline void b_rows16(uint32_t b[4], const E* tile, int k0, int n0) {
+  const int lane = threadIdx.x % 32;
+  const E* p = tile + (k0 + lane % 16) * kLd<kD, E> + n0 + lane / 16 * 8;
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(at));
+}
+
 // The 8 floats at p, 16-byte aligned, as two float4 loads.
 __device__ inline void load_line(float (&line)[8], const float* p) {
   const float4* v = reinterpret_cast<const float4*>(p);
@@ -68,9 +107,11 @@ __device__ inline void load_line(float (&line)[8], const float* p) {
 // [Tensor Cores in FP32]). Tiles start 16-byte aligned and rows are kLd floats apart
 // (a multiple of 4), so the float4 reads are aligned; the 4 rows a warp reads at once
 // are 2 kLd floats apart, 8 banks, so they never conflict.
-template <int kD, Arith kA>
-__device__ inline Operand<kA, 4> a_rows_operand(const float* tile, int r0, int k0) {
-  if constexpr (kA == Arith::kFp32) {
+template <int kD, Arith kA, typename E>
+__device__ inline Operand<kA, 4> a_rows_operand(const E* tile, int r0, int k0) {
+  if constexpr (kSixteenBit<kA>) {
+    return a_rows16<kD>(tile, r0, k0);
+  } else if constexpr (kA == Arith::kFp32) {
     Fp32Lines<4> r;
     const int g = threadIdx.x % 32 / 4;
 #pragma unroll
@@ -84,9 +125,11 @@ __device__ inline Operand<kA, 4> a_rows_operand(const float* tile, int r0, int k
 }
 
 // b_cols as an operand: B(k, n) = M[n0 + n][k0 + k].
-template <int kD, Arith kA>
-__device__ inline Operand<kA, 2> b_cols_operand(const float* tile, int n0, int k0) {
-  if constexpr (kA == Arith::kFp32) {
+template <int kD, Arith kA, typename E>
+__device__ inline Operand<kA, 2> b_cols_operand(const E* tile, int n0, int k0) {
+  if constexpr (kSixteenBit<kA>) {
+    return b_cols16<kD>(tile, n0, k0);
+  } else if constexpr (kA == Arith::kFp32) {
     Fp32Lines<2> r;
     const int t = threadIdx.x % 4;
 #pragma unroll
@@ -130,17 +173,36 @@ __device__ inline void acc_as_a(float a[4], const float c[4]) {
 
 // acc[n] += P B for P a warp's 16 x 64 accumulators (keys 8j.. in p[j]) and B a 64 x kD
 // shared tile: O += P V in the forward, dV += Z^T dO, dK += dS^T Q and dQ += dS K in the
-// backward. Each A fragment is split once and used against all kD / 8 column steps.
-template <int kD, Arith kA>
-__device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4],
-                                  const float* b) {
+// backward. Each A fragment is made once and used against all kD / 8 column steps. On
+// 16-bit tiles two neighbouring accumulators are one A operand of 16 keys (Note [16-bit
+// fragments]).
+template <int kD, Arith kA, typename E>
+__device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4], const E* b) {
+  if constexpr (kSixteenBit<kA>) {
 #pragma unroll
-  for (int j = 0; j < kSteps; ++j) {
-    float a[4];
-    acc_as_a(a, p[j]);
-    const Operand<kA, 4> ta = operand<kA>(a);
+    for (int j = 0; j < kSteps; j += 2) {
+      const Packed16<4> a = {{pack16<kA>(p[j][0], p[j][1]), pack16<kA>(p[j][2], p[j][3]),
+                              pack16<kA>(p[j + 1][0], p[j + 1][1]),
+                              pack16<kA>(p[j + 1][2], p[j + 1][3])}};
 #pragma unroll
-    for (int n = 0; n < kD / 8; ++n) mma<kA>(acc[n], ta, b_rows_operand<kD, kA>(b, 8 * j, 8 * n));
+      for (int n = 0; n < kD / 8; n += 2) {
+        uint32_t v[4];
+        b_rows16<kD>(v, b, 8 * j, 8 * n);
+        mma_16bit<kA == Arith::kBf16>(acc[n], a.r, v);
+        mma_16bit<kA == Arith::kBf16>(acc[n + 1], a.r, v + 2);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+      float a[4];
+      acc_as_a(a, p[j]);
+      const Operand<kA, 4> ta = operand<kA>(a);
+#pragma unroll
+      for (int n = 0; n < kD / 8; ++n) {
+        mma<kA>(acc[n], ta, b_rows_operand<kD, kA>(b, 8 * j, 8 * n));
+      }
+    }
   }
 }
 

@@ -1,8 +1,8 @@
 // The one product instruction of the fused attention, mma.sync m16n8k8 on TF32, the
 // operand split that makes three of them nearly as exact as FP32 ("3xTF32"), the same
-// product on FP32 fused multiply-adds, and on BF16 or FP16 Tensor Cores. Part of the fast kernels (attention.cuh
-// lists the parts); which thread holds which element of the operands is the next part,
-// attention_fragments.cuh.
+// product on FP32 fused multiply-adds, and mma.sync m16n8k16 on BF16 or FP16 Tensor
+// Cores. Part of the fast kernels (attention.cuh lists the parts); which thread holds
+// which element of the operands is the next part, attention_fragments.cuh.
 //
 // Note [Tensor Cores in FP32]
 // Every tile product is a warp-wide step D (16 x 8) += A (16 x 8) B (8 x 8) on operands
@@ -24,9 +24,10 @@
 //              measures it); CUTLASS calls this OpMultiplyAddFastF32.
 //   kTf32      (tf32, and fp16 on FP32 operands) one TF32 product, from operands
 //              truncated to TF32 (`operand`), as cuBLAS does in tf32 mode.
-//   kBf16,     (BF16 or F16 operands, whatever the mode) one 16-bit Tensor-Core product
-//   kF16       with FP32 accumulation (Note [16-bit fragments]). Exact for Q, K, V and dO,
-//              which are 16-bit values; P and dS are rounded to 16 bits first.
+//   kBf16,     (BF16 or F16 operands, whatever the mode) 16-bit Tensor-Core products
+//   kF16       with FP32 accumulation, 16 long (Note [16-bit fragments]): two of the
+//              8-long steps above in one instruction. Exact for Q, K, V and dO, which
+//              are 16-bit values; P and dS are rounded to 16 bits first.
 // The kernels are templates on Arith, so each mode is compiled with only the
 // instructions it runs; `dispatch` in attention.cuh picks the instance at launch.
 #pragma once
@@ -50,22 +51,22 @@ __device__ inline void mma_tf32(float c[4], const uint32_t a[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// c += a b for one 16 x 8 x 8 step on 16-bit operands (two to a register), FP32
+// c += a b for one 16 x 8 x 16 step on 16-bit operands (two to a register), FP32
 // accumulation. kBf16 selects BF16, otherwise FP16.
 template <bool kBf16>
-__device__ inline void mma_16bit(float c[4], const uint32_t a[2], const uint32_t b[1]) {
+__device__ inline void mma_16bit(float c[4], const uint32_t a[4], const uint32_t b[2]) {
   if constexpr (kBf16) {
     asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   } else {
     asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 }
 
@@ -75,18 +76,25 @@ enum class Arith { kTf32, kSplitTf32, kFp32, kBf16, kF16 };
 template <Arith kA>
 constexpr bool kSixteenBit = kA == Arith::kBf16 || kA == Arith::kF16;
 
+// The sum length of one product: 8 for the FP32 and TF32 arithmetics, 16 for 16-bit.
+template <Arith kA>
+constexpr int kK = kSixteenBit<kA> ? 16 : 8;
+
 // Note [16-bit fragments]
-// mma.sync m16n8k8 on BF16 or FP16 packs two elements in a register: with g = lane / 4
-// and t = lane % 4, A's registers hold (g, 2t), (g, 2t + 1) and (g + 8, 2t),
-// (g + 8, 2t + 1); B's one register holds (k = 2t, n = g), (2t + 1, g). The TF32
-// fragments the kernels build hold columns t and t + 4 of the same rows (Note
-// [Tensor-Core fragments]). Rather than move values between threads, the 16-bit product
-// takes A's column t as its column 2t and t + 4 as 2t + 1, and B's rows in the same
-// order: the sum over k runs in another order and is the same sum. So each thread packs
-// its own TF32 fragment: A = {x0, x2}, {x1, x3}; B = {x0, x1}.
+// On BF16 or FP16 operands each product is mma.sync m16n8k16: D (16 x 8) += A (16 x 16)
+// B (16 x 8), two elements to a register, the lower k in the low half. With g = lane / 4
+// and t = lane % 4, A's four registers hold columns (2t, 2t + 1) of rows g, g + 8 and
+// then columns (2t + 8, 2t + 9) of the same rows; B's two hold rows (2t, 2t + 1) and
+// (2t + 8, 2t + 9) of column g. The tiles hold the operands' own 16-bit values
+// (attention_tiles.cuh), so each register of A and of a B read along a tile's rows
+// (K in Q K^T) is one 32-bit load of two neighbours. The accumulator of a 16 x 8 x 16
+// step has the layout of the 16 x 8 x 8 one (Note [Tensor-Core fragments]), and two
+// neighbouring accumulators, 16 keys, are exactly an A operand: P is packed to 16 bits
+// in place, with no permutation at all. The B of P V runs down a tile's columns (rows of
+// V are keys); ldmatrix with .trans reads it, four 8 x 8 blocks in one instruction.
 template <int N>
 struct Packed16 {
-  uint32_t pair[N / 2];
+  uint32_t r[N];
 };
 
 // An operand of N registers as TF32 and, for kSplitTf32, the TF32 rounding of what that
@@ -127,10 +135,12 @@ __device__ inline uint32_t pack16(float lo, float hi) {
 }
 
 // Fragment registers x, laid out as in Note [Tensor-Core fragments], as an operand of
-// kA's products. Every thread of the warp must call it together (kFp32 shuffles).
+// kA's products. Every thread of the warp must call it together (kFp32 shuffles). The
+// 16-bit operands come from their tiles directly (attention_fragments.cuh).
 template <Arith kA, int N>
 __device__ inline Operand<kA, N> operand(const float (&x)[N]) {
   static_assert(N == 4 || N == 2, "an A fragment has 4 registers, a B fragment 2");
+  static_assert(!kSixteenBit<kA>, "16-bit operands are read from 16-bit tiles");
   Operand<kA, N> r;
   if constexpr (kA == Arith::kFp32) {
     const int lane = threadIdx.x % 32, t = lane % 4;
@@ -147,13 +157,6 @@ __device__ inline Operand<kA, N> operand(const float (&x)[N]) {
         }
       }
     }
-  } else if constexpr (kSixteenBit<kA>) {  // Note [16-bit fragments]
-    if constexpr (N == 4) {
-      r.pair[0] = pack16<kA>(x[0], x[2]);
-      r.pair[1] = pack16<kA>(x[1], x[3]);
-    } else {
-      r.pair[0] = pack16<kA>(x[0], x[1]);
-    }
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
@@ -168,7 +171,7 @@ __device__ inline Operand<kA, N> operand(const float (&x)[N]) {
   return r;
 }
 
-// c += a b for one 16 x 8 x 8 step; c holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
+// c += a b for one 16 x 8 x kK step; c holds (g, 2t), (g, 2t + 1), (g + 8, 2t),
 // (g + 8, 2t + 1).
 template <Arith kA>
 __device__ inline void mma(float c[4], const Operand<kA, 4>& a, const Operand<kA, 2>& b) {
@@ -179,7 +182,7 @@ __device__ inline void mma(float c[4], const Operand<kA, 4>& a, const Operand<kA
       for (int e = 0; e < 4; ++e) c[e] = fmaf(a.line[e / 2][k], b.line[e % 2][k], c[e]);
     }
   } else if constexpr (kSixteenBit<kA>) {
-    mma_16bit<kA == Arith::kBf16>(c, a.pair, b.pair);
+    mma_16bit<kA == Arith::kBf16>(c, a.r, b.r);
   } else {
     if constexpr (kA == Arith::kSplitTf32) {
       mma_tf32(c, a.small, b.big);  // the small terms first: less of them is lost

@@ -1,6 +1,6 @@
 // The tiles of the fast attention kernels: their sizes, and the copies that bring rows of
-// q, k, v and dO from global into shared memory (widening 16-bit values to FP32) while
-// the block computes on the tile before. Part of the fast kernels (attention.cuh lists the parts); what the warps then
+// q, k, v and dO from global into shared memory while the block computes on the tile
+// before. Part of the fast kernels (attention.cuh lists the parts); what the warps then
 // read out of a tile is attention_fragments.cuh.
 //
 // Note [Attention tiles in shared memory]
@@ -25,22 +25,17 @@
 // through registers, so it needs rows, strides and base 16-byte aligned (`vectors_ok` in
 // attention.cuh); otherwise the threads copy float by float, and the tile is the same.
 //
-// BF16 and F16 operands are widened as they are loaded, so the tiles are FP32 whatever
-// the operands' dtype and everything after the load is one code. cp.async cannot
-// convert, so each thread reads 16 bytes (8 values) into registers, widens them (exact)
-// and stores 32 bytes into the tile. Those loads are synchronous: the block waits for
-// them before it computes on the tile before, and the other blocks on the SM fill the
-// wait (docs/speed_notes.md, item 26). Reading 2 bytes an element instead of a widened
-// FP32 copy's 4, and no separate widening pass, is what it buys.
+// BF16 and F16 operands stay 16-bit in their tiles, which the 16-bit products read
+// directly (Note [16-bit fragments]): half the shared memory and half the bytes per
+// product of an FP32 tile. Their rows are padded by 8 values, kD + 8, 16 bytes, so that
+// cp.async's 16-byte copies stay aligned. A row is then kD / 2 + 4 words long, kD a
+// multiple of 32, so 8 consecutive rows start in 8 different groups of 4 banks: the 8
+// rows a fragment read or an ldmatrix phase touches (4 words of each) fall in 32
+// different banks.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
-#include <type_traits>
 
-#include "zero/core/half.h"
 #include "zero/kernels/cuda/attention_dropout_squares.cuh"
 
 namespace zero::ops::cuda::flash {
@@ -49,83 +44,44 @@ constexpr int kTile = 64;                 // query rows and key rows per tile
 constexpr int kWarps = 4;                 // 16 rows of the tile each
 constexpr int kThreads = 32 * kWarps;
 constexpr int kSteps = kTile / 8;         // 8-key steps (or 8-column tiles) of a 64 tile
-template <int kD>
-constexpr int kLd = kD + 4;               // row stride of a shared tile, in floats
-
-// The 8 floats of 16 bytes of BF16 (E = bf16) or F16 values, first value first.
-template <typename E>
-__device__ inline void widen8(const uint4& raw, float* dst) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-  float f[8];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (std::is_same_v<E, bf16>) {
-      // A BF16 value is the top half of the FP32 value it widens to.
-      f[2 * i] = __uint_as_float(w[i] << 16);
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    } else {
-      const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      f[2 * i] = p.x;
-      f[2 * i + 1] = p.y;
-    }
-  }
-  reinterpret_cast<float4*>(dst)[0] = make_float4(f[0], f[1], f[2], f[3]);
-  reinterpret_cast<float4*>(dst)[1] = make_float4(f[4], f[5], f[6], f[7]);
-}
+// Row stride of a shared tile of elements E, in elements: kD + 4 floats, or kD + 8
+// 16-bit values (16 bytes of padding either way).
+template <int kD, typename E = float>
+constexpr int kLd = kD + 16 / static_cast<int>(sizeof(E));
 
 // Starts copying rows [row0, row0 + 64) of a [rows, D] matrix of elements E (float,
-// bf16 or f16) whose rows are `ld` elements apart into a shared FP32 tile, with zeros
-// past the last row and past column D.
+// bf16 or f16) whose rows are `ld` elements apart into a shared tile of the same
+// elements, with zeros past the last row and past column D.
 //
 // With `vectors` (the caller checked that D, ld and the matrix start are multiples of
-// 16 bytes) each thread copies 16 bytes at a time: for float, cp.async copies that run
-// while the block computes on the tile before (`wait_tiles` makes them visible); for
-// 16-bit E, loads that it widens and stores itself (Note [Attention tiles in shared
-// memory]). Otherwise the threads copy element by element. The tile is ready when this
-// returns, except for the copies cp.async still has in flight; every path leaves the
-// same tile, so the kernels are written once for all of them.
+// 16 bytes) each thread issues 16-byte cp.async copies, which run while the block
+// computes on the tile before; `wait_tiles` makes them visible. Otherwise the threads
+// copy element by element and the tile is ready when this returns. Both paths leave the
+// same tile, so the kernels are written once for either.
 //
 // With `paired` the rows are stored in pair order (`pair_row`, Note [Attention dropout
 // squares]): the tile of an operand whose rows a warp takes as A.
 template <int kD, typename E>
-__device__ inline void load_tile(float* tile, const E* src, int64_t ld, int row0, int rows,
-                                 int D, bool vectors, bool paired) {
-  constexpr bool kFloat = std::is_same_v<E, float>;
-  constexpr int kLanes = 16 / sizeof(E);  // elements in 16 bytes
+__device__ inline void load_tile(E* tile, const E* src, int64_t ld, int row0, int rows, int D,
+                                 bool vectors, bool paired) {
   if (vectors) {
-    constexpr int kChunks = kTile * kD / kLanes / kThreads;  // 16-byte chunks a thread
-    uint4 raw[kFloat ? 1 : kChunks];
-    // 16-bit: every load first, then every store, so the loads are in flight together.
-#pragma unroll
-    for (int i = 0; i < kChunks; ++i) {
-      const int c = threadIdx.x + i * kThreads;
+    constexpr int kLanes = 16 / sizeof(E);  // elements in 16 bytes
+    for (int c = threadIdx.x; c < kTile * kD / kLanes; c += kThreads) {
       const int r = c / (kD / kLanes), d = c % (kD / kLanes) * kLanes;
       const bool inside = row0 + r < rows && d < D;
       const E* from = inside ? src + (row0 + r) * ld + d : src;
-      if constexpr (kFloat) {
-        float* dst = tile + (paired ? pair_row(r) : r) * kLd<kD> + d;
-        const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-        // A source size of 0 copies nothing and fills the 16 bytes with zeros.
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
-                     "r"(inside ? 16 : 0));
-      } else {
-        raw[i] = inside ? __ldg(reinterpret_cast<const uint4*>(from)) : make_uint4(0, 0, 0, 0);
-      }
-    }
-    if constexpr (!kFloat) {
-#pragma unroll
-      for (int i = 0; i < kChunks; ++i) {
-        const int c = threadIdx.x + i * kThreads;
-        const int r = c / (kD / kLanes), d = c % (kD / kLanes) * kLanes;
-        widen8<E>(raw[i], tile + (paired ? pair_row(r) : r) * kLd<kD> + d);
-      }
+      E* dst = tile + (paired ? pair_row(r) : r) * kLd<kD, E> + d;
+      const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+      // A source size of 0 copies nothing and fills the 16 bytes with zeros.
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from),
+                   "r"(inside ? 16 : 0));
     }
     return;
   }
   for (int e = threadIdx.x; e < kTile * kD; e += kThreads) {
     const int r = e / kD, d = e % kD;
-    tile[(paired ? pair_row(r) : r) * kLd<kD> + d] =
-        row0 + r < rows && d < D ? static_cast<float>(src[(row0 + r) * ld + d]) : 0.0f;
+    tile[(paired ? pair_row(r) : r) * kLd<kD, E> + d] =
+        row0 + r < rows && d < D ? src[(row0 + r) * ld + d] : E(0.0f);
   }
 }
 
@@ -145,7 +101,7 @@ __device__ inline void wait_tiles() {
 // copies issued before, which fill the buffers about to be used. The caller's
 // __syncthreads() after this makes them visible to every warp.
 template <int kD, typename E>
-__device__ inline void next_key_tiles(float* ks_next, float* vs_next, const E* kp, int64_t k_row,
+__device__ inline void next_key_tiles(E* ks_next, E* vs_next, const E* kp, int64_t k_row,
                                       const E* vp, int64_t v_row, int k_next, int k_end, int Tk,
                                       int D, bool vectors) {
   if (k_next < k_end) {
