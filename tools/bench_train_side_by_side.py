@@ -100,12 +100,8 @@ def torch_step(preset, tf32, steps, warmup, dtype="fp32", compiled=False):
             logits = model(x)
             return F.cross_entropy(logits.view(-1, v).float(), y.reshape(-1))
 
-    # A fresh compile for every row, shapes fixed: dynamo keys its cache on the code object
-    # of `forward`, the same for every row, and after a second shape it would mark the
-    # batch and sequence dimensions dynamic and compile slower, shape-generic kernels
-    # (measured on the H200: GPT-2 bf16 28.7 ms a step that way, 19.3 ms fresh).
-    if compiled:
-        torch._dynamo.reset()
+    # Shapes fixed, as in a training run: each row runs in its own process (`isolated`),
+    # so this is its only compile.
     loss_of = torch.compile(forward, dynamic=False) if compiled else forward
 
     def step(i):
@@ -156,6 +152,18 @@ def gemm_tflops(kind):
     return 2 * n ** 3 / statistics.median(times) / 1e9
 
 
+def isolated(job, **kwargs):
+    """torch_step(**kwargs) or gemm_tflops(**kwargs) run in a fresh Python process, as
+    Zero's rows run in their own: each PyTorch measurement starts with a new CUDA context,
+    caching allocator and torch.compile state. In one process the PyTorch bf16 rows came
+    out up to 1.5x slower than alone (GPT-2 compiled 28.8 against 19.3 ms on the H200)."""
+    cmd = [sys.executable, __file__, "--job", json.dumps({"job": job, "kwargs": kwargs})]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"error: the PyTorch {job} {kwargs} failed:\n{out.stdout}{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def nan_if_none(x, f=lambda v: v):
     return float("nan") if x is None else f(x)
 
@@ -170,7 +178,13 @@ def main():
     ap.add_argument("--profile", action="store_true", help="print Zero's per-op breakdown of each row")
     ap.add_argument("--no-compile", action="store_true",
                     help="skip torch.compile (its rows' ratios then print nan)")
+    ap.add_argument("--job", help=argparse.SUPPRESS)  # one isolated PyTorch measurement
     args = ap.parse_args()
+    if args.job:
+        spec = json.loads(args.job)
+        run = {"torch_step": torch_step, "gemm_tflops": gemm_tflops}[spec["job"]]
+        print(json.dumps(run(**spec["kwargs"])))
+        return 0
     try:
         import torch
         have_torch = torch.cuda.is_available()
@@ -186,20 +200,21 @@ def main():
             continue
         z, log = zero_step(args.build, preset, fast, args.steps, args.warmup, args.profile, dtype)
         print(f"--- {work}\n{log}", flush=True)
-        eager = torch_step(preset, tf32, args.steps, args.warmup, dtype) if have_torch else None
+        common = dict(preset=preset, tf32=tf32, steps=args.steps, warmup=args.warmup, dtype=dtype)
+        eager = isolated("torch_step", **common) if have_torch else None
         if eager:
             print(f"PyTorch eager {work}: median {eager['ms']:.2f} ms/step, "
                   f"peak {eager['peak_bytes'] / 2**30:.2f} GiB", flush=True)
         compiled = None
         if have_torch and versus == "compiled" and not args.no_compile:
             start = time.perf_counter()
-            compiled = torch_step(preset, tf32, args.steps, args.warmup, dtype, compiled=True)
+            compiled = isolated("torch_step", **common, compiled=True)
             print(f"PyTorch compiled {work}: median {compiled['ms']:.2f} ms/step, "
                   f"peak {compiled['peak_bytes'] / 2**30:.2f} GiB "
                   f"({time.perf_counter() - start:.0f} s with compilation)", flush=True)
         results.append((work, fast, dtype, tf32, versus, target, mem_target, z, eager, compiled))
 
-    rate = {k: gemm_tflops(k) for k in ("fp32", "tf32", "bf16")} if have_torch else {}
+    rate = {k: isolated("gemm_tflops", kind=k) for k in ("fp32", "tf32", "bf16")} if have_torch else {}
     print()
     if rate:
         print(f"GEMM rate measured in this run (8192^3): FP32 {rate['fp32']:.1f} TFLOP/s, "
