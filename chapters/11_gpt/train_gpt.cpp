@@ -79,7 +79,7 @@ int run(int argc, char** argv) {
   if (device.is_cuda()) {
     cfg.max_steps = 2000;
     o.eval_every = 250, o.eval_iters = 100, o.sample_every = 1000, o.log_every = 50;
-    o.samples = 4, o.sample_tokens = 400, o.peak_tflops = train::kH200PeakFp32Flops / 1e12;
+    o.samples = 4, o.sample_tokens = 400, o.peak_tflops = -1;  // -1: the dtype's H200 peak
   } else {
     o.eval_every = 200, o.eval_iters = 20, o.sample_every = 0, o.log_every = 50;
     o.samples = 3, o.sample_tokens = 300;
@@ -123,7 +123,7 @@ int run(int argc, char** argv) {
   app.add_option("--temperature", o.temperature, "sampling temperature");
   app.add_option("--top-k", o.top_k, "sample among the k most likely tokens (0: all)");
   app.add_option("--prompt", o.prompt, "text the samples continue");
-  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for MFU (0: don't report MFU)");
+  app.add_option("--peak-tflops", o.peak_tflops, "MFU's peak TFLOP/s (0: off; GPU: the H200's)");
   app.add_option("--profile", o.profile, "after 10 steps, time N steps op by op and print where");
   app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
   ch11::check_train_flags(app);  // ranges, finite numbers, existing files (cli_checks.h)
@@ -205,6 +205,7 @@ int run(int argc, char** argv) {
   const char* dtype = train::dtype_flag_name(cfg.dtype);  // fp32, bf16 or fp16
   const int64_t batch = cfg.batch_size * dist.world, tokens_per_step = batch * m.block_size;
   const double flops_per_token = train::gpt_train_flops_per_token(m, m.block_size) / dist.world;
+  const double peak = o.peak_tflops < 0 ? train::h200_peak_flops(cfg.dtype) : o.peak_tflops * 1e12;
   std::printf(
       "model: %lld layers, %lld heads, %lld wide, block %lld, vocab %lld: %.2fM parameters\n"
       "train: batch %lld x %lld = %lld tokens/step, %lld steps, lr %.1e -> %.1e, warmup %lld, "
@@ -267,9 +268,8 @@ int run(int argc, char** argv) {
       rec.ms = ms_sum / ms_count, rec.tokens_per_s = tokens_per_step / (rec.ms / 1e3);
       rec.mem_gib = peak_gib, rec.skipped = trainer.skipped_steps(), rec.dtype = dtype;
       if (trainer.loss_scaler().enabled()) rec.loss_scale = trainer.loss_scaler().scale();
-      if (o.peak_tflops > 0) {
-        rec.mfu =
-            train::model_flops_utilization(flops_per_token, rec.tokens_per_s, o.peak_tflops * 1e12);
+      if (peak > 0) {
+        rec.mfu = train::model_flops_utilization(flops_per_token, rec.tokens_per_s, peak);
       }
       log.Write(rec);
       std::cout << train::format_log_line(rec, cfg.max_steps) << std::endl;

@@ -28,5 +28,15 @@ TEST(FlopsTest, ReferenceConfiguration) {
   EXPECT_THROW(model_flops_utilization(expected, 1, 0), Error);
 }
 
+// MFU divides by the rate of the arithmetic the GEMMs run in: a BF16 step that reached 60%
+// of the FP32 peak (chapter 11's run at 49b3624) uses 4% of the BF16 Tensor Cores.
+TEST(FlopsTest, PeakFollowsTheDtype) {
+  EXPECT_DOUBLE_EQ(h200_peak_flops(DataType::F32), 67e12);
+  EXPECT_DOUBLE_EQ(h200_peak_flops(DataType::BF16), 990e12);
+  EXPECT_DOUBLE_EQ(h200_peak_flops(DataType::F16), 990e12);
+  const double flops = 0.605 * 67e12;  // FLOP/s of that run
+  EXPECT_NEAR(model_flops_utilization(flops, 1, h200_peak_flops(DataType::BF16)), 0.041, 1e-3);
+}
+
 }  // namespace
 }  // namespace zero::train

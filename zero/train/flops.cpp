@@ -33,4 +33,9 @@ double model_flops_utilization(double flops_per_token, double tokens_per_second,
   return flops_per_token * tokens_per_second / peak_flops;
 }
 
+double h200_peak_flops(DataType dtype) {
+  return dtype == DataType::BF16 || dtype == DataType::F16 ? kH200PeakBf16Flops
+                                                           : kH200PeakFp32Flops;
+}
+
 }  // namespace zero::train

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "zero/core/dtype.h"
 #include "zero/nn/gpt.h"
 
 namespace zero::train {
@@ -38,7 +39,16 @@ double gpt_train_flops_per_token(const nn::GPTConfig& config, int64_t seq_len);
 double model_flops_utilization(double flops_per_token, double tokens_per_second, double peak_flops);
 
 /// Peak FP32 FLOP/s of one H100 / H200 SXM GPU without Tensor Cores (67 TFLOP/s, the
-/// datasheet's figure), the default MFU reference of `train_gpt` on CUDA.
+/// datasheet's figure).
 constexpr double kH200PeakFp32Flops = 67e12;
+/// Peak dense BF16 and FP16 FLOP/s of one H100 / H200 SXM GPU on its Tensor Cores (990
+/// TFLOP/s, the datasheet's figure).
+constexpr double kH200PeakBf16Flops = 990e12;
+
+/// The peak that `train_gpt` on CUDA divides by for MFU: the H100 / H200's rate for the
+/// arithmetic a model computing in `dtype` runs its GEMMs in (kH200PeakBf16Flops for BF16
+/// and F16, kH200PeakFp32Flops for F32), so that MFU says how much of the chip the
+/// step uses.
+double h200_peak_flops(DataType dtype);
 
 }  // namespace zero::train
