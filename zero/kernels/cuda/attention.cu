@@ -120,7 +120,6 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
     times_tile<kD, kA>(o, s, vs(buf));
     __syncthreads();  // every warp is done with ks(buf), vs(buf): the next load may reuse them
   }
-  using E = Element<kA>;
   E* op = out.slice(bh, H);
 #pragma unroll
   for (int n = 0; n < kD / 8; ++n) {
