@@ -1,5 +1,5 @@
-// Tests of split TF32, the default way large FP32 GEMMs run on GPUs with TF32 Tensor
-// Cores (Note [FP32 GEMMs on TF32 Tensor Cores], zero/kernels/cuda/split_tf32.cuh).
+// Tests of split TF32, the way large FP32 GEMMs run in the opt-in 3xtf32 mode on GPUs
+// with TF32 Tensor Cores (Note [FP32 GEMMs on TF32 Tensor Cores], split_tf32.cuh).
 // Each product is checked against a double-precision CPU product: split TF32 must be
 // within a few times SGEMM's error at this reduction length, far more accurate than one
 // TF32 product, and must not be SGEMM in disguise. The shapes are above kSplitMinMacs,
