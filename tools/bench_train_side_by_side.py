@@ -152,6 +152,19 @@ def gemm_tflops(kind):
     return 2 * n ** 3 / statistics.median(times) / 1e9
 
 
+def gpu_state():
+    """The GPU's SM clock, power draw and temperature now, from nvidia-smi (empty when it is
+    missing): printed before each measurement, since a hot or power-capped H200 clocks down,
+    and a row measured after a long one can be slower for that reason alone."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+                              "--format=csv,noheader", "-i", "0"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return f" [GPU: {out.stdout.strip()}]" if out.returncode == 0 else ""
+
+
 def isolated(job, **kwargs):
     """torch_step(**kwargs) or gemm_tflops(**kwargs) run in a fresh Python process, as
     Zero's rows run in their own: each PyTorch measurement starts with a new CUDA context,
@@ -199,22 +212,24 @@ def main():
         if work not in wanted:
             continue
         z, log = zero_step(args.build, preset, fast, args.steps, args.warmup, args.profile, dtype)
-        print(f"--- {work}\n{log}", flush=True)
+        print(f"--- {work}{gpu_state()}\n{log}", flush=True)
         common = dict(preset=preset, tf32=tf32, steps=args.steps, warmup=args.warmup, dtype=dtype)
         eager = isolated("torch_step", **common) if have_torch else None
         if eager:
             print(f"PyTorch eager {work}: median {eager['ms']:.2f} ms/step, "
-                  f"peak {eager['peak_bytes'] / 2**30:.2f} GiB", flush=True)
+                  f"peak {eager['peak_bytes'] / 2**30:.2f} GiB{gpu_state()}", flush=True)
         compiled = None
         if have_torch and versus == "compiled" and not args.no_compile:
             start = time.perf_counter()
             compiled = isolated("torch_step", **common, compiled=True)
             print(f"PyTorch compiled {work}: median {compiled['ms']:.2f} ms/step, "
                   f"peak {compiled['peak_bytes'] / 2**30:.2f} GiB "
-                  f"({time.perf_counter() - start:.0f} s with compilation)", flush=True)
+                  f"({time.perf_counter() - start:.0f} s with compilation){gpu_state()}",
+                  flush=True)
         results.append((work, fast, dtype, tf32, versus, target, mem_target, z, eager, compiled))
 
-    rate = {k: isolated("gemm_tflops", kind=k) for k in ("fp32", "tf32", "bf16")} if have_torch else {}
+    kinds = ("fp32", "tf32", "bf16")
+    rate = {k: isolated("gemm_tflops", kind=k) for k in kinds} if have_torch else {}
     print()
     if rate:
         print(f"GEMM rate measured in this run (8192^3): FP32 {rate['fp32']:.1f} TFLOP/s, "
