@@ -60,11 +60,7 @@ __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* ta
   const int32_t t = targets[blockIdx.x];
   const int64_t base = blockIdx.x * V;
   const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
-  const float l = lse[blockIdx.x];
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-    const float p = __expf(static_cast<float>(logits[base + i]) - l);
-    gl[base + i] = static_cast<T>(scale * (p - (i == t ? 1.0f : 0.0f)));
-  }
+  cuda::cross_entropy_grad_row(logits + base, gl + base, t, lse[blockIdx.x], scale, V);
 }
 
 void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int ignore_index,

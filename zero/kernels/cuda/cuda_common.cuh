@@ -43,6 +43,15 @@ inline bool vec4_ok(const Tensor& t) {
   return t.is_contiguous() && reinterpret_cast<uintptr_t>(t.data()) % 16 == 0;
 }
 
+// Elements of T in one 16-byte load: 4 floats, or 8 BF16 or F16 values, and the
+// 16-byte group a thread loads or stores in one instruction.
+template <typename T>
+constexpr int kPack = 16 / sizeof(T);
+template <typename T>
+struct alignas(16) Pack {
+  T v[kPack<T>];
+};
+
 // Attribute `attr` of GPU `device` (its SM count, compute capability, ...), asked of
 // the driver once and remembered (cuda_common.cu).
 int device_attribute(int device, cudaDeviceAttr attr);

@@ -18,6 +18,8 @@ namespace {
 
 using cuda::grid_for;
 using cuda::kBlock;
+using cuda::kPack;
+using cuda::Pack;
 
 // ---------------------------------------------------------------- functors
 
@@ -106,14 +108,6 @@ struct UnaryGradFromX {
 };
 
 // ---------------------------------------------------------------- kernels
-
-// Elements of T in one 16-byte load: 4 floats, or 8 BF16 or F16 values.
-template <typename T>
-constexpr int kPack = 16 / sizeof(T);
-template <typename T>
-struct alignas(16) Pack {
-  T v[kPack<T>];
-};
 
 // n / kPack groups of contiguous, 16-byte aligned elements, then the tail of fewer than
 // kPack by the first threads. Arithmetic in float, rounded once to T.

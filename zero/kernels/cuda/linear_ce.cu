@@ -56,12 +56,8 @@ __global__ void chunk_backward_kernel(T* logits, const int32_t* targets, const f
                                       int ignore_index, int64_t V) {
   const int32_t t = targets[blockIdx.x];
   const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
-  const float l = lse[blockIdx.x];
   T* row = logits + blockIdx.x * V;
-  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-    const float p = __expf(static_cast<float>(row[j]) - l);
-    row[j] = static_cast<T>(scale * (p - (j == t ? 1.0f : 0.0f)));
-  }
+  cuda::cross_entropy_grad_row<T>(row, row, t, lse[blockIdx.x], scale, V);
 }
 
 // The same in 32 x 32 tiles, also writing the gradient transposed into [V, n]: each
