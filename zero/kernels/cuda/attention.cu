@@ -164,7 +164,7 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  // 16-bit operands are widened as the tiles load (Note [Attention tiles in shared memory]).
+  // 16-bit operands go in as they are: the tiles hold them (Note [16-bit fragments]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
     forward<decltype(width)::value, decltype(arith)::value>(q, k, v, causal, drop, out, lse);
   });

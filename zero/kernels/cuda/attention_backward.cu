@@ -245,7 +245,7 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  // 16-bit operands are widened as the tiles load (Note [Attention tiles in shared memory]).
+  // 16-bit operands go in as they are: the tiles hold them (Note [16-bit fragments]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
     backward<decltype(width)::value, decltype(arith)::value>(q, k, v, out, lse, grad_out, causal,
                                                             drop, grad_q, grad_k, grad_v);
