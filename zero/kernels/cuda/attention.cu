@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = rows[e / 2], d = 8 * n + 2 * t + e % 2;
-      if (i < Tq && d < D) op[i * out.row + d] = to_element<E>(o[n][e] / l[e / 2]);
+      if (i < Tq && d < D) op[i * out.row + d] = convert_value<E>(o[n][e] / l[e / 2]);
     }
   }
   if (t == 0) {

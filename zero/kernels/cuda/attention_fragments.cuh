@@ -23,6 +23,7 @@
 
 #include "zero/kernels/cuda/attention_tf32.cuh"
 #include "zero/kernels/cuda/attention_tiles.cuh"
+#include "zero/kernels/dtype_dispatch.h"
 
 namespace zero::ops::cuda::flash {
 
@@ -206,16 +207,6 @@ __device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4]
   }
 }
 
-// `x` as an element of type E (float, bf16 or f16), rounded to nearest, ties to even.
-template <typename E>
-__device__ inline E to_element(float x) {
-  if constexpr (std::is_same_v<E, float>) {
-    return x;
-  } else {
-    return E(x);
-  }
-}
-
 // Writes a warp's 16 x kD accumulators acc[n] (columns 8n..) times `scale` to rows
 // r0, r0 + 1, ... of a [rows, D] matrix of elements E whose rows are `ld` elements
 // apart, each rounded once to E. The accumulator rows are in pair order: thread (g, t)
@@ -229,7 +220,7 @@ __device__ inline void store_acc(E* dst, int64_t ld, const float (*acc)[4], floa
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int r = r0 + 2 * g + e / 2, d = 8 * n + 2 * t + e % 2;
-      if (r < rows && d < D) dst[r * ld + d] = to_element<E>(acc[n][e] * scale);
+      if (r < rows && d < D) dst[r * ld + d] = convert_value<E>(acc[n][e] * scale);
     }
   }
 }
