@@ -171,6 +171,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 /// is rounded once, from the FP32 pre-activation. On the CPU the same kernels as the two
 /// ops, and so the same bits. Shapes as in `linear`.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// A GPT's MLP without its dropout, `linear(linear_gelu(x, fc_weight, fc_bias),
+/// proj_weight, proj_bias)`, as one op that keeps only the [N, H] pre-activation for its
+/// backward and makes the hidden layer again there, so a block keeps one [N, H] tensor
+/// instead of two. x [..., C], fc_weight [H, C], fc_bias [H], proj_weight [C, H], proj_bias
+/// [C], one dtype. Same values as the two ops; the gradients too on the CPU, and on CUDA
+/// to within the difference between cuBLASLt's GeLU and `gelu`.
+Tensor mlp(const Tensor& x, const Tensor& fc_weight, const Tensor& fc_bias,
+           const Tensor& proj_weight, const Tensor& proj_bias);
 /// Scaled dot-product attention, causal when `causal`. q [B, H, Tq, D], k, v [B, H, Tk, D]
 /// -> [B, H, Tq, D]; scale 1/sqrt(D). Never materialises [Tq, Tk]: flash-style tiles with an
 /// online softmax; the backward recomputes the probabilities from saved row statistics

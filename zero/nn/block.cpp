@@ -83,10 +83,14 @@ MLP::MLP(const GPTConfig& config, Generator& gen, Generator* dropout_gen) {
 }
 
 Tensor MLP::Forward(const Tensor& x) const {
-  // gelu(c_fc(x)) as one op: on CUDA the GeLU runs in c_fc's GEMM epilogue, and only the
-  // pre-activation is kept for the backward.
-  const Tensor hidden = c_fc_->ForwardGelu(x);  // (B, T, 4C)
-  return dropout_->Forward(c_proj_->Forward(hidden));  // (B, T, C)
+  // c_proj(gelu(c_fc(x))) as one op: on CUDA the GeLU runs in c_fc's GEMM epilogue, and
+  // of the (B, T, 4C) hidden layer only the pre-activation is kept for the backward.
+  // Each input is cast to the compute dtype, as Linear::Forward does.
+  const DataType dt = compute_dtype();
+  const auto cast = [dt](const Tensor& t) { return to_dtype(t, dt); };
+  const Tensor y = mlp(cast(x), cast(c_fc_->weight()), cast(c_fc_->bias()),
+                       cast(c_proj_->weight()), cast(c_proj_->bias()));  // (B, T, C)
+  return dropout_->Forward(y);
 }
 
 // ---------------------------------------------------------------- block

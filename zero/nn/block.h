@@ -60,8 +60,9 @@ class CausalSelfAttention : public Module {
   Generator* dropout_gen_;  // the stream of both dropouts; null = default generator
 };
 
-/// The position-wise feed-forward network: C -> 4C -> GeLU -> C -> dropout, the first
-/// Linear and the GeLU fused into one op (`linear_gelu`).
+/// The position-wise feed-forward network: C -> 4C -> GeLU -> C -> dropout, the two
+/// Linears and the GeLU as one op (`mlp`), which keeps only the pre-activation of the
+/// 4C-wide hidden layer for the backward.
 class MLP : public Module {
  public:
   /// c_fc [4C, C] and c_proj [C, 4C] drawn from `gen`; dropout draws from `dropout_gen`.

@@ -1,14 +1,15 @@
 /// @file
-/// Fused ops of the GPT chapter: `OpLinear`, `OpLinearGelu`, `OpAttention`,
+/// Fused ops of the GPT chapter: `OpLinear`, `OpLinearGelu`, `OpMlp`, `OpAttention`,
 /// `OpPackedAttention`, `OpLinearCrossEntropy`.
 ///
 /// Each does in one graph node what a composition of smaller ops would do in several,
 /// to save memory traffic (Linear: bias added inside the GEMM; Linear + GeLU: the
-/// activation too) or memory outright (attention never stores the [T, T]
-/// probabilities; linear + cross-entropy never stores the [N, V] logits). The
+/// activation too) or memory outright (the MLP never keeps its hidden layer; attention
+/// never stores the [T, T] probabilities; linear + cross-entropy never stores the [N, V]
+/// logits). The
 /// backwards recompute what was not stored. Each is tested against the unfused
 /// composition (tests/autograd/fused_ops_test.cpp, tests/autograd/packed_attention_test.cpp,
-/// tests/autograd/linear_gelu_op_test.cpp).
+/// tests/autograd/linear_gelu_op_test.cpp, tests/autograd/mlp_op_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -62,6 +63,30 @@ class OpLinearGelu : public TensorOp {
 
  private:
   Tensor pre_;  // (N, out), detached
+};
+
+/// A GPT's MLP without its dropout, `y = gelu(x @ fc_weight^T + fc_bias) @ proj_weight^T +
+/// proj_bias`, on inputs {x [..., C], fc_weight [H, C], fc_bias [H], proj_weight [C, H],
+/// proj_bias [C]}, all contiguous. Saves only the pre-activation `pre` [N, H]: the hidden
+/// layer gelu(pre), which two separate ops would keep as well (the second Linear's
+/// input), is made again in the backward (Note [Recomputing the GeLU] in mlp_op.cpp).
+/// Forward: `ops::linear_gelu_forward`, then `ops::linear_forward`.
+class OpMlp : public TensorOp {
+ public:
+  /// "OpMlp".
+  const char* name() const override { return "OpMlp"; }
+
+ protected:
+  /// Both Linears, the GeLU in the first; saves pre.
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
+  /// `ops::unary` for the hidden layer, the second Linear's backward, `ops::unary_backward`
+  /// for dpre, then the first Linear's backward (`linear_grads`).
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Drops pre.
+  void ReleaseSaved_() override { pre_ = Tensor(); }
+
+ private:
+  Tensor pre_;  // (N, H), detached
 };
 
 /// Scaled dot-product attention on inputs {q [B, H, Tq, D], k, v [B, H, Tk, D]}

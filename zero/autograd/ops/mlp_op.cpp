@@ -1,0 +1,99 @@
+// Forward and backward of a GPT's MLP as one node (OpMlp, declared in fused_ops.h with
+// the other fused ops), and its functional entry `mlp`. The kernels are those of
+// OpLinearGelu and OpLinear, in the same order; what differs is what the node keeps.
+#include "zero/autograd/ops/fused_ops.h"
+
+#include <string>
+#include <vector>
+
+#include "zero/autograd/functional.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+namespace autograd {
+
+// Note [Recomputing the GeLU]
+// As two ops, linear_gelu then linear, the MLP keeps two [N, 4C] tensors for the
+// backward: the pre-activation (for GeLU's derivative) and the hidden layer gelu(pre)
+// (the second Linear's input, for its weight gradient). They are the largest
+// activations of a block: for GPT-2 at B 8, T 1024 each is 8192 x 3072 values, 50 MB in
+// BF16, and the hidden layers of the 12 blocks alone are 0.6 GB. This node keeps only
+// pre and makes the hidden layer again in the backward, one elementwise pass (read
+// pre, write the layer) beside the three GEMMs of the backward that it feeds. llm.c
+// trades the same way (its `recompute` setting).
+// The recomputed layer is unary(kGelu) of the stored pre. On the CPU that is how the
+// forward made it too, so the two agree bit for bit. On CUDA the forward's came from
+// cuBLASLt's GeLU epilogue, evaluated on the FP32 pre before it was rounded (Note [GeLU
+// in the GEMM's epilogue] in kernels/cuda/blas_lt.cu): in FP32 the two differ by
+// cuBLASLt's evaluation of tanh, in 16 bits by at most about one rounding of the layer.
+// The second Linear's weight gradient is then that of a hidden layer this close to the
+// forward's.
+
+std::vector<Tensor> OpMlp::OpValue_(const std::vector<Tensor>& in) {
+  const Tensor& fc_weight = in[1];                     // (H, C)
+  const Tensor& proj_weight = in[3];                   // (C, H)
+  const Tensor x = in[0].View({-1, fc_weight.size(1)});  // (N, C)
+  Tensor hidden = Tensor::Empty({x.size(0), fc_weight.size(0)}, x.options());  // (N, H)
+  Tensor pre = Tensor::Empty(hidden.sizes(), hidden.options());                // (N, H)
+  ops::linear_gelu_forward(x, fc_weight, in[2], hidden, pre);
+  Tensor y = Tensor::Empty({x.size(0), proj_weight.size(0)}, x.options());  // (N, C)
+  ops::linear_forward(hidden, proj_weight, in[4], y);
+  pre_ = pre.Detach();
+  return {y.View(in[0].sizes())};  // (..., C); `hidden` is freed here
+}
+
+std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
+  const Tensor& proj_weight = inputs()[3];                                // (C, H)
+  const Tensor g = grad[0].Contiguous().View({-1, proj_weight.size(0)});  // (N, C)
+  Tensor hidden = Tensor::Empty(pre_.sizes(), pre_.options());            // (N, H)
+  ops::unary(ops::UnaryOp::kGelu, pre_, hidden);  // Note [Recomputing the GeLU]
+  Tensor grad_proj_weight, grad_proj_bias;
+  if (needs_grad(3)) grad_proj_weight = Tensor::Empty(proj_weight.sizes(), proj_weight.options());
+  if (needs_grad(4)) grad_proj_bias = Tensor::Empty({proj_weight.size(0)}, proj_weight.options());
+  if (grad_proj_weight.defined() || grad_proj_bias.defined()) {
+    ops::linear_backward_params(g, hidden, grad_proj_weight, grad_proj_bias);
+  }
+  std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};
+  if (needs_grad(0) || needs_grad(1) || needs_grad(2)) {
+    Tensor grad_hidden = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, H)
+    ops::matmul(g, proj_weight, grad_hidden);
+    // dpre = grad_hidden * gelu'(pre), into the hidden layer's buffer, read for the last
+    // time above. GeLU's derivative reads only its input: pre stands in for the output.
+    ops::unary_backward(ops::UnaryOp::kGelu, pre_, pre_, grad_hidden, hidden);
+    grads = linear_grads(*this, hidden);  // inputs 0, 1, 2 are the first Linear's
+  }
+  grads.push_back(grad_proj_weight);
+  grads.push_back(grad_proj_bias);
+  return grads;
+}
+
+}  // namespace autograd
+
+namespace {
+
+// "[2, 3]", or "undefined", for error messages.
+std::string shape_of(const Tensor& t) {
+  return t.defined() ? shape_to_string(t.sizes()) : "undefined";
+}
+
+}  // namespace
+
+Tensor mlp(const Tensor& x, const Tensor& fc_weight, const Tensor& fc_bias,
+           const Tensor& proj_weight, const Tensor& proj_bias) {
+  ZERO_CHECK(fc_weight.defined() && fc_weight.dim() == 2,
+             "mlp: expected fc_weight of shape [H, C], got ", shape_of(fc_weight));
+  const int64_t h = fc_weight.size(0), c = fc_weight.size(1);
+  ZERO_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == c, "mlp: expected x of shape [..., ",
+             c, "] for fc_weight ", shape_to_string(fc_weight.sizes()), ", got ", shape_of(x));
+  ZERO_CHECK(fc_bias.defined() && fc_bias.sizes() == Shape{h},
+             "mlp: expected fc_bias of shape [", h, "], got ", shape_of(fc_bias));
+  ZERO_CHECK(proj_weight.defined() && proj_weight.sizes() == (Shape{c, h}),
+             "mlp: expected proj_weight of shape [", c, ", ", h, "], got ", shape_of(proj_weight));
+  ZERO_CHECK(proj_bias.defined() && proj_bias.sizes() == Shape{c},
+             "mlp: expected proj_bias of shape [", c, "], got ", shape_of(proj_bias));
+  return autograd::RunOp<autograd::OpMlp>({x.Contiguous(), fc_weight.Contiguous(),
+                                           fc_bias.Contiguous(), proj_weight.Contiguous(),
+                                           proj_bias.Contiguous()});
+}
+
+}  // namespace zero
