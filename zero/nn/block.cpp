@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "zero/autograd/cast_cache.h"
 #include "zero/autograd/functional.h"
 
 namespace zero::nn {
@@ -87,8 +88,8 @@ Tensor MLP::Forward(const Tensor& x) const {
   // of the (B, T, 4C) hidden layer only the pre-activation is kept for the backward.
   // Each input is cast to the compute dtype, as Linear::Forward does.
   const DataType dt = compute_dtype();
-  const auto cast = [dt](const Tensor& t) { return to_dtype(t, dt); };
-  const Tensor y = mlp(cast(x), cast(c_fc_->weight()), cast(c_fc_->bias()),
+  const auto cast = [dt](const Tensor& param) { return cached_cast(param, dt); };
+  const Tensor y = mlp(to_dtype(x, dt), cast(c_fc_->weight()), cast(c_fc_->bias()),
                        cast(c_proj_->weight()), cast(c_proj_->bias()));  // (B, T, C)
   return dropout_->Forward(y);
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "zero/autograd/cast_cache.h"
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 
@@ -80,7 +81,7 @@ Tensor GPT::Forward(const Tensor& ids) {
 Tensor GPT::Head_(const Tensor& x) const {
   // The head tied to wte, cast to the compute dtype like every other use of a weight;
   // the logits are returned in FP32 whatever the compute dtype.
-  const Tensor logits = linear(x, to_dtype(wte_->weight(), compute_dtype()));  // (B, T, V)
+  const Tensor logits = linear(x, cached_cast(wte_->weight(), compute_dtype()));  // (B, T, V)
   return to_dtype(logits, DataType::F32);
 }
 
@@ -96,7 +97,7 @@ Tensor GPT::Loss(const Tensor& ids, const Tensor& targets) {
   const Tensor rows = x.Reshape({-1, config_.n_embd});     // (B*T, C)
   // The head's weight is cast on its own (a second cast of wte, besides the embedding's),
   // so the two gradients of the tied table meet, and add, in FP32. The loss is FP32.
-  const Tensor head = to_dtype(wte_->weight(), compute_dtype());  // (V, C)
+  const Tensor head = cached_cast(wte_->weight(), compute_dtype());  // (V, C)
   return linear_cross_entropy(rows, head, targets.Reshape({-1}));  // ()
 }
 

@@ -2,6 +2,7 @@
 // is one functional op. Parameters are made on the CPU; Module::To moves them.
 #include "zero/nn/layers.h"
 
+#include "zero/autograd/cast_cache.h"
 #include "zero/autograd/functional.h"
 
 namespace zero::nn {
@@ -15,16 +16,16 @@ Linear::Linear(int64_t in_features, int64_t out_features, Generator& gen, float 
   if (bias) bias_ = RegisterParameter("bias", Tensor::Zeros({out_features}));
 }
 
-// Each Forward casts its input and parameters to the compute dtype (identity in F32):
-// Note [Mixed precision] in module.h.
+// Each Forward casts its input and parameters to the compute dtype (identity in F32),
+// the parameters through the cache of casts: Note [Mixed precision] in module.h.
 Tensor Linear::Forward(const Tensor& x) const {
   const DataType dt = compute_dtype();
-  return linear(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt));
+  return linear(to_dtype(x, dt), cached_cast(weight_, dt), cached_cast(bias_, dt));
 }
 
 Tensor Linear::ForwardGelu(const Tensor& x) const {
   const DataType dt = compute_dtype();
-  return linear_gelu(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt));
+  return linear_gelu(to_dtype(x, dt), cached_cast(weight_, dt), cached_cast(bias_, dt));
 }
 
 LayerNorm::LayerNorm(int64_t features, float eps) : eps_(eps) {
@@ -35,7 +36,7 @@ LayerNorm::LayerNorm(int64_t features, float eps) : eps_(eps) {
 
 Tensor LayerNorm::Forward(const Tensor& x) const {
   const DataType dt = compute_dtype();
-  return layer_norm(to_dtype(x, dt), to_dtype(weight_, dt), to_dtype(bias_, dt), eps_);
+  return layer_norm(to_dtype(x, dt), cached_cast(weight_, dt), cached_cast(bias_, dt), eps_);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen, float init_std) {
@@ -45,7 +46,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen, float 
 }
 
 Tensor Embedding::Forward(const Tensor& ids) const {
-  return embedding(to_dtype(weight_, compute_dtype()), ids);
+  return embedding(cached_cast(weight_, compute_dtype()), ids);
 }
 
 Dropout::Dropout(float p, Generator* gen) : p_(p), gen_(gen) {

@@ -1,10 +1,12 @@
 // AdamW: moments per parameter, the step on the CPU (one kernel call per tensor) and on
-// CUDA (one multi-tensor kernel for all), and saving/loading the moments.
+// CUDA (one multi-tensor kernel for all, which also rewrites the parameters' cached
+// 16-bit casts), and saving/loading the moments.
 #include "zero/optim/adamw.h"
 
 #include <map>
 #include <unordered_set>
 
+#include "zero/autograd/cast_cache.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -71,10 +73,16 @@ void AdamW::Step() {
                s.param.device(), "); expected one device");
     ZERO_CHECK(grad.sizes() == s.param.sizes() && grad.device() == s.param.device(),
                "AdamW: gradient of \"", s.name, "\" does not match its parameter");
+    // The parameter's kept 16-bit cast, if it has one, is rewritten in the same pass
+    // (Note [Cached casts] in autograd/cast_cache.cpp): the next forward converts nothing.
+    const Tensor copy = autograd::copy_to_refresh(s.param);
     s.param.node()->BumpVersion();  // an in-place write (Note [Version counter])
-    tensors.push_back({s.param, grad, s.exp_avg, s.exp_avg_sq, s.decay});
+    tensors.push_back({s.param, grad, s.exp_avg, s.exp_avg_sq, s.decay, copy});
   }
   ops::adamw(tensors, hp);  // on CUDA, one multi-tensor launch per few dozen parameters
+  for (const ops::AdamWTensor& t : tensors) {
+    if (t.param_copy.defined()) autograd::copy_refreshed(t.param);
+  }
 }
 
 void AdamW::ZeroGrad() {

@@ -8,6 +8,11 @@ namespace zero {
 namespace autograd {
 
 std::vector<Tensor> OpToDtype::OpValue_(const std::vector<Tensor>& in) {
+  if (values_.defined()) {  // a cached cast: a tensor of its own on the kept buffer
+    Tensor out = values_.Detach();
+    values_ = Tensor();
+    return {out};
+  }
   Tensor out = Tensor::Empty(in[0].sizes(), in[0].options().WithDtype(dtype_));
   ops::convert(in[0], out);
   return {out};

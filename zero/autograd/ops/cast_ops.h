@@ -7,6 +7,8 @@
 /// (Note [Mixed precision] in nn/module.h).
 #pragma once
 
+#include <utility>
+
 #include "zero/autograd/tensor_op.h"
 
 namespace zero::autograd {
@@ -16,19 +18,23 @@ namespace zero::autograd {
 /// converted into x's dtype.
 class OpToDtype : public TensorOp {
  public:
-  /// Converts into `dtype`.
-  explicit OpToDtype(DataType dtype) : dtype_(dtype) {}
+  /// Converts into `dtype`; or, given `values` (x already converted, contiguous, in
+  /// `dtype`: a cached cast, autograd/cast_cache.h), returns a tensor on their buffer.
+  explicit OpToDtype(DataType dtype, Tensor values = Tensor())
+      : dtype_(dtype), values_(std::move(values)) {}
   /// "OpToDtype".
   const char* name() const override { return "OpToDtype"; }
 
  protected:
-  /// A new contiguous tensor of x's shape in `dtype`, filled by `ops::convert`.
+  /// A new contiguous tensor of x's shape in `dtype`, filled by `ops::convert`, or the
+  /// given values.
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// `ops::convert` of the gradient into the input's dtype.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
 
  private:
   DataType dtype_;
+  Tensor values_;  // dropped once the forward has returned them
 };
 
 }  // namespace zero::autograd
