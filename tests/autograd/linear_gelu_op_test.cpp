@@ -5,7 +5,6 @@
 // with the CPU's. Shapes: an odd row count, an output width that is not a multiple of 8
 // (the CUDA fallback), no bias, only the weight needing a gradient.
 #include <algorithm>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,22 +18,9 @@ using testing::check_gradients;
 using testing::expect_error_mentions;
 using testing::max_relative_error;
 using testing::randn_leaf;
+using testing::ValueAndGrads;
+using testing::value_and_grads;
 
-// The value and the gradients (of sum(f() * R), R fixed) of each leaf.
-struct ValueAndGrads {
-  Tensor value;
-  std::vector<Tensor> grads;
-};
-ValueAndGrads run(const std::function<Tensor()>& f, std::vector<Tensor> leaves) {
-  for (Tensor& leaf : leaves) leaf.ZeroGrad();
-  Tensor out = f();
-  Generator gen(77);
-  const Tensor r = Tensor::Randn(out.sizes(), TensorOption(), &gen).To(out.device());
-  sum(to_dtype(out, DataType::F32) * r).Backward();
-  ValueAndGrads vg{out.Detach(), {}};
-  for (const Tensor& leaf : leaves) vg.grads.push_back(leaf.Grad());
-  return vg;
-}
 
 // Every element of `a` equals `b`'s (both F32 or both one 16-bit dtype, any devices).
 void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what) {
@@ -65,8 +51,8 @@ TEST(LinearGeluOpCpuTest, IsGeluOfLinearBitForBit) {
       SCOPED_TRACE("out " + std::to_string(out) + (bias ? "" : ", no bias"));
       std::vector<Tensor> p = leaves(out, Device::Cpu(), 1);
       const Tensor b = bias ? p[2] : Tensor();
-      const ValueAndGrads got = run([&] { return linear_gelu(p[0], p[1], b); }, p);
-      const ValueAndGrads want = run([&] { return gelu(linear(p[0], p[1], b)); }, p);
+      const ValueAndGrads got = value_and_grads([&] { return linear_gelu(p[0], p[1], b); }, p);
+      const ValueAndGrads want = value_and_grads([&] { return gelu(linear(p[0], p[1], b)); }, p);
       EXPECT_EQ(got.value.sizes(), (Shape{3, 5, out}));
       expect_same_bits(got.value, want.value, "y");
       for (size_t i = 0; i < (bias ? 3u : 2u); ++i) {
@@ -83,8 +69,10 @@ TEST(LinearGeluOpCpuTest, HalfComputeIsGeluOfLinearBitForBit) {
     SCOPED_TRACE(to_string(dtype));
     std::vector<Tensor> p = leaves(24, Device::Cpu(), 2);
     auto cast = [&](int i) { return to_dtype(p[i], dtype); };
-    const ValueAndGrads got = run([&] { return linear_gelu(cast(0), cast(1), cast(2)); }, p);
-    const ValueAndGrads want = run([&] { return gelu(linear(cast(0), cast(1), cast(2))); }, p);
+    const ValueAndGrads got =
+        value_and_grads([&] { return linear_gelu(cast(0), cast(1), cast(2)); }, p);
+    const ValueAndGrads want =
+        value_and_grads([&] { return gelu(linear(cast(0), cast(1), cast(2))); }, p);
     EXPECT_EQ(got.value.dtype(), dtype);
     expect_same_bits(got.value, want.value, "y");
     for (size_t i = 0; i < 3; ++i) {
@@ -120,8 +108,8 @@ TEST_P(LinearGeluOpTest, MatchesTheCpu) {
       auto f = [dtype](const std::vector<Tensor>& p) {
         return linear_gelu(to_dtype(p[0], dtype), to_dtype(p[1], dtype), to_dtype(p[2], dtype));
       };
-      const ValueAndGrads want = run([&] { return f(cpu); }, cpu);
-      const ValueAndGrads got = run([&] { return f(dev); }, dev);
+      const ValueAndGrads want = value_and_grads([&] { return f(cpu); }, cpu);
+      const ValueAndGrads got = value_and_grads([&] { return f(dev); }, dev);
       // BF16 rounds y and every activation gradient once (u = 2^-8); the devices round
       // values that differ in their last FP32 bits, so some land a BF16 ulp apart.
       const double bound = dtype == DataType::F32 ? 1e-4 : 1.5 * 0x1p-7;

@@ -3,7 +3,6 @@
 // BF16 and F16; its gradients agree with finite differences; it keeps one hidden-sized
 // tensor for the backward where the two ops keep two; on CUDA values and gradients agree
 // with the CPU's.
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,8 @@ using testing::check_gradients;
 using testing::expect_error_mentions;
 using testing::max_relative_error;
 using testing::randn_leaf;
+using testing::ValueAndGrads;
+using testing::value_and_grads;
 
 constexpr int64_t kC = 12, kH = 40;  // H not a multiple of 8 nor of C
 
@@ -37,21 +38,6 @@ Tensor two_ops(const std::vector<Tensor>& p) {
   return linear(linear_gelu(p[0], p[1], p[2]), p[3], p[4]);
 }
 
-// The value and the gradients of sum(f() * R), R fixed, for each leaf.
-struct ValueAndGrads {
-  Tensor value;
-  std::vector<Tensor> grads;
-};
-ValueAndGrads run(const std::function<Tensor()>& f, std::vector<Tensor> leaves) {
-  for (Tensor& leaf : leaves) leaf.ZeroGrad();
-  const Tensor out = f();
-  Generator gen(77);
-  const Tensor r = Tensor::Randn(out.sizes(), TensorOption(), &gen).To(out.device());
-  sum(to_dtype(out, DataType::F32) * r).Backward();
-  ValueAndGrads vg{out.Detach(), {}};
-  for (const Tensor& leaf : leaves) vg.grads.push_back(leaf.Grad());
-  return vg;
-}
 
 std::vector<float> floats(const Tensor& t) { return to_dtype(t, DataType::F32).ToVector<float>(); }
 
@@ -64,8 +50,8 @@ TEST(MlpOpCpuTest, IsLinearOfLinearGeluBitForBit) {
       for (const Tensor& t : p) c.push_back(to_dtype(t, dtype));
       return c;
     };
-    const ValueAndGrads got = run([&] { return fused(cast()); }, p);
-    const ValueAndGrads want = run([&] { return two_ops(cast()); }, p);
+    const ValueAndGrads got = value_and_grads([&] { return fused(cast()); }, p);
+    const ValueAndGrads want = value_and_grads([&] { return two_ops(cast()); }, p);
     EXPECT_EQ(got.value.sizes(), (Shape{3, 5, kC}));
     EXPECT_EQ(got.value.dtype(), dtype);
     EXPECT_EQ(floats(got.value), floats(want.value));
@@ -125,8 +111,8 @@ TEST_P(MlpOpTest, MatchesTheCpu) {
       for (const Tensor& t : p) c.push_back(to_dtype(t, dtype));
       return fused(c);
     };
-    const ValueAndGrads want = run([&] { return f(cpu); }, cpu);
-    const ValueAndGrads got = run([&] { return f(dev); }, dev);
+    const ValueAndGrads want = value_and_grads([&] { return f(cpu); }, cpu);
+    const ValueAndGrads got = value_and_grads([&] { return f(dev); }, dev);
     const double bound = dtype == DataType::F32 ? 1e-4 : 3 * 0x1p-8;
     EXPECT_LE(max_relative_error(to_dtype(got.value, DataType::F32),
                                  to_dtype(want.value, DataType::F32)),

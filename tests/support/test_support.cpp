@@ -94,6 +94,17 @@ void check_gradients(const TensorFn& f, const std::vector<Tensor>& inputs, float
   }
 }
 
+ValueAndGrads value_and_grads(const std::function<Tensor()>& f, std::vector<Tensor> leaves) {
+  for (Tensor& leaf : leaves) leaf.ZeroGrad();
+  const Tensor out = f();
+  Generator gen(77);
+  const Tensor r = Tensor::Randn(out.sizes(), TensorOption(), &gen).To(out.device());
+  sum(to_dtype(out, DataType::F32) * r).Backward();
+  ValueAndGrads vg{out.Detach(), {}};
+  for (const Tensor& leaf : leaves) vg.grads.push_back(leaf.Grad());
+  return vg;
+}
+
 Tensor randn_leaf(const Shape& sizes, Device device, uint64_t seed) {
   Generator gen(seed);
   Tensor t = Tensor::Randn(sizes, TensorOption(), &gen).To(device);

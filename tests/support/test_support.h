@@ -31,6 +31,16 @@ double max_relative_error(const Tensor& actual, const Tensor& expected);
 /// A function of tensors, differentiated by check_gradients.
 using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
+/// What `value_and_grads` returns: f's output, detached, and each leaf's gradient.
+struct ValueAndGrads {
+  Tensor value;               ///< f(), detached
+  std::vector<Tensor> grads;  ///< the gradient of each leaf, in the order given
+};
+/// Runs `f` and differentiates L = sum(f() * R) (R a fixed random tensor, f's output
+/// taken to F32 first) into `leaves`, whose gradients are cleared first: for comparing an
+/// op's values and gradients with another's, or one device's with another's.
+ValueAndGrads value_and_grads(const std::function<Tensor()>& f, std::vector<Tensor> leaves);
+
 /// Checks the gradients Backward() gives for every input that requires grad against
 /// central differences of L = sum(f(inputs) * R), R a fixed random projection (so
 /// every output element matters). L is accumulated in double on the host.
