@@ -32,12 +32,12 @@ namespace zero {
 namespace {
 
 struct Entry {
-  std::weak_ptr<TensorNode> param;  // the buffer the values were made from
+  std::weak_ptr<TensorNode> param;   // the buffer the values were made from
   const void* param_data = nullptr;  // where in it the parameter starts (a view may not)
-  uint64_t param_version = 0;       // ... at this version
-  Tensor values;                    // contiguous, detached, in the cast's dtype
-  uint64_t values_version = 0;      // the values' own buffer then
-  bool refreshing = false;          // handed to an update that has not finished
+  uint64_t param_version = 0;        // ... at this version
+  Tensor values;                     // contiguous, detached, in the cast's dtype
+  uint64_t values_version = 0;       // the values' own buffer then
+  bool refreshing = false;           // handed to an update that has not finished
 };
 
 struct Cache {
@@ -53,9 +53,9 @@ Cache& cache() {
 
 bool current(const Entry& e, const Tensor& param, DataType dtype) {
   return !e.refreshing && e.param.lock() == param.node() && e.param_data == param.data() &&
-         e.values.sizes() == param.sizes() && e.param_version == param.node()->version() &&
-         e.values.dtype() == dtype &&
-         e.values.device() == param.device() && e.values.node()->version() == e.values_version;
+         e.param_version == param.node()->version() && e.values.sizes() == param.sizes() &&
+         e.values.dtype() == dtype && e.values.device() == param.device() &&
+         e.values.node()->version() == e.values_version;
 }
 
 // Drops the entries of parameters that no longer exist, now and then, so the values of a
