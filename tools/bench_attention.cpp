@@ -1,18 +1,15 @@
 // The fused causal attention kernels on CUDA, timed apart on the GPT's shapes in each
-// precision mode: the forward, and the backward (delta, then the dK, dV kernel, then the
-// dQ kernel), with and without dropout on the probabilities. The modes bf16 and f16 give
-// the kernels operands of that dtype (16-bit Tensor-Core products; the times include
-// widening them to FP32 and rounding the results, Note [16-bit attention through the
-// FP32 kernels]).
+// precision mode: the forward, and the backward (delta, then the dK, dV kernel, which
+// also adds dQ's shares, then the pass that rounds dQ), with and without dropout on the
+// probabilities. The modes bf16 and f16 give the kernels operands of that dtype (16-bit
+// Tensor-Core products on 16-bit tiles, Note [16-bit fragments]).
 //
 //   bench_attention [mode] [shape]     e.g. bench_attention bf16 gpt2 (default: all)
 //
 // Why it exists: attention is the second largest share of a GPT step after the Linear
 // GEMMs (docs/speed_notes.md), and its kernels are Zero's own. Prints the median ms of
 // each and its rate in TFLOP/s of the causal products: 2 for the forward (S = Q K^T and
-// P V) and 5 for the backward (S again, dP, dV, dK, dQ), each 2 B H T^2 D / 2 flops. The
-// dQ kernel recomputes S and dP, so the backward does 7 products' work; the rate counts 5,
-// the count of a backward that would not.
+// P V) and 5 for the backward (S again, dP, dV, dK, dQ), each 2 B H T^2 D / 2 flops.
 #include <cstdio>
 #include <string>
 

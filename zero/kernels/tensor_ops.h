@@ -272,9 +272,9 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 /// q, k, v and out may be any views whose last dimension has stride 1 (e.g. column
 /// ranges of a packed [B, T, 3C] qkv viewed as [B, H, T, D]): both devices read and write
 /// them in place. `lse` is contiguous; `out` must not
-/// overlap the inputs. q, k, v and out are F32, BF16 or F16, one dtype (16-bit operands are
-/// widened to FP32 copies, and CUDA multiplies them on 16-bit Tensor Cores: Note [16-bit
-/// attention through the FP32 kernels] in attention_widen.h); lse is F32.
+/// overlap the inputs. q, k, v and out are F32, BF16 or F16, one dtype (CUDA multiplies
+/// 16-bit operands on 16-bit Tensor Cores, straight from 16-bit tiles: Note [16-bit
+/// fragments] in cuda/attention_tf32.cuh); lse is F32.
 void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                        float dropout_p, uint64_t seed, uint64_t offset, const Tensor& out,
                        const Tensor& lse);
@@ -283,7 +283,9 @@ void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool c
 /// (`dropout_p`, `seed`, `offset`), which must be those of the forward. Layouts as in
 /// the forward: `grad_out` and the three gradients may be views with a last-dimension
 /// stride of 1 (one packed [B, T, 3C] buffer for all three); the gradients must not
-/// overlap each other or the inputs.
+/// overlap each other or the inputs. On CUDA grad_q is summed over key tiles by atomic
+/// additions, so its last bits can differ from run to run (Note [dQ by atomic additions]
+/// in cuda/attention_backward.cu); grad_k and grad_v are deterministic.
 void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                         const Tensor& lse, const Tensor& grad_out, bool causal, float dropout_p,
                         uint64_t seed, uint64_t offset, const Tensor& grad_q,

@@ -15,21 +15,21 @@
 //
 // Note [Flash attention]
 // Scores S = Q K^T * scale are formed a 64 x 64 tile at a time, in registers. One
-// block of 4 warps owns a tile of 64 query rows (the forward, dQ) or 64 key rows
-// (dK, dV), 16 rows per warp, and streams the other operand through shared memory in
+// block of 4 warps owns a tile of 64 query rows (the forward) or 64 key rows (the
+// backward), 16 rows per warp, and streams the other operand through shared memory in
 // 64-row tiles (Note [Attention tiles in shared memory]):
 //
 //   forward   block (query tile i):  for each key tile j:  S = Q_i K_j^T
 //             m_new = max(m, rowmax S), P = exp(S - m_new), l = l e^(m - m_new) + rowsum P,
 //             O = O e^(m - m_new) + P V_j;   at the end O /= l, lse = m + log l
-//   dK, dV    block (key tile j):    for each query tile i:  P^T = exp(K_j Q_i^T - lse_i),
-//             dP^T = V_j dO_i^T, dS^T = P^T (dP^T - delta_i), dV += P^T dO_i, dK += dS^T Q_i
-//   dQ        block (query tile i):  for each key tile j:  P, dP, dS as above, dQ += dS K_j
+//   backward  block (key tile j):    for each query tile i:  P^T = exp(K_j Q_i^T - lse_i),
+//             dP^T = V_j dO_i^T, dS^T = P^T (dP^T - delta_i), dV += P^T dO_i, dK += dS^T Q_i,
+//             dQ_i += dS_ij K_j (added into an FP32 sum by atomics)
 //
-// where delta_i = rowsum(dO_i * O_i) (a small kernel first). dK, dV and dQ each have
-// exactly one writer block, so there are no atomics and results are deterministic;
-// the price is that dQ's kernel recomputes S and dP (two extra tile products). A warp's
-// 16 rows are all it needs for its softmax (Note [Online softmax in registers]). Causal
+// where delta_i = rowsum(dO_i * O_i) (a small kernel first). dK and dV have exactly
+// one writer block each and are deterministic; dQ_i gets a share from every key tile,
+// in an order that varies (Note [dQ by atomic additions] in attention_backward.cu). A
+// warp's 16 rows are all it needs for its softmax (Note [Online softmax in registers]). Causal
 // masking skips whole key tiles past a query tile's last row; inside a tile masked
 // scores are -inf (probability 0). Every product runs on the Tensor Cores (Note [Tensor
 // Cores in FP32], Note [Tensor-Core fragments]).
@@ -41,9 +41,9 @@
 // probabilities per Philox block (Note [Attention dropout squares]).
 //
 // Order of the blocks: under the causal mask a later query tile sees more keys. The
-// forward and dQ kernels take the query tiles last to first, so the longest blocks
-// start first and the short ones fill in at the end (dK, dV's first key tiles are
-// already its longest).
+// forward takes the query tiles last to first, so the longest blocks start first and
+// the short ones fill in at the end (the backward's first key tiles are already its
+// longest).
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,24 @@
 // Flash attention backward on the Tensor Cores: delta = rowsum(dO * O) first, then one
-// kernel per 64-key tile for dK and dV and one per 64-query tile for dQ, each
-// recomputing the probabilities (and the dropout mask) tile by tile from the saved
-// logsumexp. The same gradients in plain FP32, one thread per row, are in
-// attention_reference.cu; Note [Flash attention] in attention.cuh has the formulas and
-// lists the parts these kernels are built from. The forward is attention.cu.
+// kernel per 64-key tile that recomputes the probabilities (and the dropout mask) tile by
+// tile from the saved logsumexp and makes dK and dV, and each query tile's share of dQ,
+// which the blocks add into one FP32 sum (Note [dQ by atomic additions]); a last pass
+// scales and rounds that sum into grad_q. The same gradients in plain FP32, one thread
+// per row, are in attention_reference.cu; Note [Flash attention] in attention.cuh has the
+// formulas and lists the parts these kernels are built from. The forward is attention.cu.
+//
+// Note [dQ by atomic additions]
+// dQ_i = sum over key tiles j of dS_ij K_j. The dK, dV block of key tile j already holds
+// dS_ij (as its transpose, in registers) for every query tile i it visits, so it can
+// make dQ's share too: it writes dS_ij to shared memory, where each warp reads 16 query
+// rows of it as an A operand, multiplies by K_j (resident in shared memory) and adds the
+// 64 x D result into an FP32 sum of dQ with atomicAdd. A separate dQ kernel, one writer
+// per query tile, would have to recompute S and dP: two of the seven tile products of
+// the backward, which this way does five (FlashAttention-2 does the same). The price:
+// the order in which blocks add their shares varies from run to run, so dQ's last bits
+// do too (one FP32 rounding per key tile, far below the 16-bit or TF32 products'
+// errors), and a [B, H, Tq, kD] FP32 buffer is zeroed before and read once after.
+// dS goes through the dO buffer of the tile, which no warp reads any more by then; at
+// D = 32 the tile rows are too short for 64 keys, so dS has a tile of its own.
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
@@ -57,15 +72,113 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const E* a, c
   }
 }
 
+// Row stride parameter of the dS tile: the dO tile it reuses (kD >= 64), else a tile of
+// its own with rows long enough for 64 keys.
+template <int kD>
+constexpr int kDsWidth = kD >= 64 ? kD : 64;
+
+// The column of the dS tile that holds key row m (a row of the K tile) for the products
+// of kA: m itself on 16-bit tiles; for the FP32 arithmetics, the place in its 8-column
+// group that b_rows_operand pairs with row m (rows 2k and 2k + 1 at columns k and k + 4,
+// Note [Tensor-Core fragments]).
+template <Arith kA>
+__device__ inline int ds_column(int m) {
+  if constexpr (kSixteenBit<kA>) {
+    return m;
+  } else {
+    const int b = m % 8;
+    return m - b + (b % 2 == 0 ? b / 2 : 4 + b / 2);
+  }
+}
+
+// p[0], p[1] += x, y, two FP32 sums at an 8-byte aligned address in global memory.
+__device__ inline void atomic_add_pair(float* p, float x, float y) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(p), make_float2(x, y));  // one vector atomic
+#else
+  atomicAdd(p, x);
+  atomicAdd(p + 1, y);
+#endif
+}
+
+// dQ's share of one query tile (Note [dQ by atomic additions]): writes the warp's dS^T
+// (ds_t, its 16 keys of rows r0.. of the K tile against the tile's 64 queries) into the
+// shared tile ds as dS, waits for every warp, then adds dS K for the warp's 16 queries
+// q0 + r0.. into dq_sum [Tq, kD]. The caller has made sure no warp still reads ds.
+template <int kD, Arith kA, typename E>
+__device__ void add_dq_share(float* dq_sum, E* ds, const float ds_t[kSteps][4], const E* ks,
+                             int q0, int r0, int Tq) {
+  constexpr int kLds = kLd<kDsWidth<kD>, E>;
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {  // key row r0 + g + 8 (e / 2) of ks, query 8j + 2t + e % 2
+      ds[(8 * j + 2 * t + e % 2) * kLds + ds_column<kA>(r0 + g + 8 * (e / 2))] =
+          convert_value<E>(ds_t[j][e]);
+    }
+  }
+  __syncthreads();
+  // 64 columns of dQ at a time keep the accumulators within the registers that the
+  // scores' product has just left free.
+  constexpr int kCols = kD > 64 ? 64 : kD;
+#pragma unroll
+  for (int c0 = 0; c0 < kD; c0 += kCols) {
+    float acc[kCols / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kTile; kk += kK<kA>) {
+      const Operand<kA, 4> a = a_rows_operand<kDsWidth<kD>, kA>(ds, r0, kk);
+#pragma unroll
+      for (int n = 0; n < kCols / 8; n += kSixteenBit<kA> ? 2 : 1) {
+        if constexpr (kSixteenBit<kA>) {
+          uint32_t b[4];
+          b_rows16<kD>(b, ks, kk, c0 + 8 * n);
+          mma_16bit<kA == Arith::kBf16>(acc[n], a.r, b);
+          mma_16bit<kA == Arith::kBf16>(acc[n + 1], a.r, b + 2);
+        } else {
+          mma<kA>(acc[n], a, b_rows_operand<kD, kA>(ks, kk, c0 + 8 * n));
+        }
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // the A operand's rows: g and g + 8
+      const int i = q0 + r0 + g + 8 * h;
+      if (i >= Tq) continue;
+#pragma unroll
+      for (int n = 0; n < kCols / 8; ++n) {
+        atomic_add_pair(dq_sum + (int64_t)i * kD + c0 + 8 * n + 2 * t, acc[n][2 * h],
+                        acc[n][2 * h + 1]);
+      }
+    }
+  }
+}
+
+// grad_q = scale * dq_sum, rounded once into E: one thread per element of the [rows, D]
+// result (rows = B * H * Tq), dq_sum's rows kD floats apart.
+template <int kD, typename E>
+__global__ void attention_dq_store_kernel(const float* dq_sum, HeadView<E> grad_q, int64_t rows,
+                                          int H, int Tq, int D, float scale) {
+  const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= rows * D) return;
+  const int64_t row = e / D, bh = row / Tq, i = row % Tq;
+  const int d = static_cast<int>(e % D);
+  grad_q.slice(bh, H)[i * grad_q.row + d] = convert_value<E>(dq_sum[row * kD + d] * scale);
+}
+
+// Blocks of the dK, dV kernel an SM holds at once, which caps its registers (the shared
+// tiles would allow more at D <= 64).
 template <int kD, Arith kA>
-__global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
+constexpr int kBackwardBlocks = 2;
+
+template <int kD, Arith kA>
+__global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention_backward_dkdv_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
-    Dst<kA> grad_k, Dst<kA> grad_v, int H, int Tq, int Tk, int D, float scale, bool causal,
-    bool vectors, AttentionDropout drop) {
+    Dst<kA> grad_k, Dst<kA> grad_v, float* dq_sum, int H, int Tq, int Tk, int D, float scale,
+    bool causal, bool vectors, AttentionDropout drop) {
   using E = Element<kA>;
   E* const smem = shared_tiles<E>();
   // ks, vs (64, kLd) resident; then two sets of qs, dos (64, kLd) and lse, delta (64
-  // floats) for the query tiles: one in use, the other loading.
+  // floats) for the query tiles: one in use, the other loading; at D = 32, the dS tile.
   constexpr int kSize = kTile * kLd<kD, E>;
   E* ks = smem;
   E* vs = smem + kSize;
@@ -74,12 +187,15 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
   float* const vectors_s = reinterpret_cast<float*>(smem + 6 * kSize);
   const auto lse_s = [&](int b) { return vectors_s + b * 2 * kTile; };
   const auto delta_s = [&](int b) { return vectors_s + b * 2 * kTile + kTile; };
+  const auto ds_tile = [&](int b) {
+    return kD >= 64 ? dos(b) : reinterpret_cast<E*>(vectors_s + 4 * kTile);
+  };
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const auto* qp = q.slice(bh, H);
   const auto* gp = grad_out.slice(bh, H);
-  lse += bh * Tq, delta += bh * Tq;
+  lse += bh * Tq, delta += bh * Tq, dq_sum += bh * Tq * kD;
   // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask. The
   // start is rounded down to an even row: the dropout factors come in squares of two
   // queries by two keys (Note [Attention dropout]), read below as pairs from q0, and an
@@ -125,68 +241,12 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(
     }
     times_tile<kD, kA>(dv, st, dos(buf));   // dV += Z^T dO
     times_tile<kD, kA>(dk, dpt, qs(buf));   // dK += dS^T Q
+    __syncthreads();  // every warp is done with dO: its buffer may take dS
+    add_dq_share<kD, kA>(dq_sum, ds_tile(buf), dpt, ks, q0, r0, Tq);
     __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
   }
   store_acc<kD>(grad_k.slice(bh, H), grad_k.row, dk, scale, k0 + r0, Tk, D);
   store_acc<kD>(grad_v.slice(bh, H), grad_v.row, dv, 1.0f, k0 + r0, Tk, D);
-}
-
-template <int kD, Arith kA>
-__global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(
-    Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
-    Dst<kA> grad_q, int H, int Tq, int Tk, int D, float scale, bool causal, bool vectors,
-    AttentionDropout drop) {
-  using E = Element<kA>;
-  E* const smem = shared_tiles<E>();
-  // qs, dos (64, kLd) resident; then two sets of ks, vs (64, kLd): one in use, the
-  // other loading.
-  constexpr int kSize = kTile * kLd<kD, E>;
-  E* qs = smem;
-  E* dos = smem + kSize;
-  const auto ks = [&](int b) { return smem + (2 + b) * kSize; };
-  const auto vs = [&](int b) { return smem + (4 + b) * kSize; };
-  const int64_t bh = blockIdx.x;
-  // The last query tile first: under the causal mask it is the longest (Note [Flash
-  // attention], order of the blocks).
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile, r0 = threadIdx.x / 32 * 16;
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const auto* kp = k.slice(bh, H);
-  const auto* vp = v.slice(bh, H);
-  load_tile<kD>(qs, q.slice(bh, H), q.row, q0, Tq, D, vectors, true);
-  load_tile<kD>(dos, grad_out.slice(bh, H), grad_out.row, q0, Tq, D, vectors, true);
-  load_tile<kD>(ks(0), kp, k.row, 0, Tk, D, vectors, false);
-  load_tile<kD>(vs(0), vp, v.row, 0, Tk, D, vectors, false);
-  commit_tiles();
-  const int rows[2] = {q0 + r0 + 2 * g, q0 + r0 + 2 * g + 1};  // this thread's two queries
-  float row_lse[2], row_delta[2];
-  for (int x = 0; x < 2; ++x) {
-    row_lse[x] = rows[x] < Tq ? lse[bh * Tq + rows[x]] : 0.0f;
-    row_delta[x] = rows[x] < Tq ? delta[bh * Tq + rows[x]] : 0.0f;
-  }
-  float dq[kD / 8][4] = {};
-  const int k_end = causal ? ::min(Tk, q0 + kTile + (Tk - Tq)) : Tk;
-  for (int k0 = 0, buf = 0; k0 < k_end; k0 += kTile, buf ^= 1) {
-    next_key_tiles<kD>(ks(buf ^ 1), vs(buf ^ 1), kp, k.row, vp, v.row, k0 + kTile, k_end, Tk,
-                       D, vectors);
-    __syncthreads();
-    float s[kSteps][4] = {}, dp[kSteps][4] = {};  // S = Q K^T, dP = dO V^T
-    two_scores<kD, kA>(s, dp, qs, ks(buf), dos, vs(buf), r0);
-#pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-      float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
-      drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int x = e / 2, key = k0 + 8 * j + 2 * t + e % 2;
-        const bool seen = visible(rows[x], key, Tq, Tk, causal);
-        const float p = seen ? exp_of<kA>(s[j][e] * scale - row_lse[x]) : 0.0f;
-        s[j][e] = p * (dp[j][e] * f[e] - row_delta[x]);  // dS
-      }
-    }
-    times_tile<kD, kA>(dq, s, ks(buf));  // dQ += dS K
-    __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
-  }
-  store_acc<kD>(grad_q.slice(bh, H), grad_q.row, dq, scale, q0 + r0, Tq, D);
 }
 
 // ---------------------------------------------------------------------------------
@@ -217,24 +277,24 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
     ZERO_CUDA_LAUNCH_CHECK();
   }
   const bool vectors = vectors_ok(D, {&q, &k, &v, &grad_out});
-  const size_t smem_kv = smem_bytes<kD, kA>(6, 4);
+  // dQ's FP32 sum, rows kD floats apart so that every pair a thread adds is aligned.
+  Tensor dq_sum = Tensor::Zeros({bh * Tq * kD}, lse.options());
+  const size_t smem_kv =
+      smem_bytes<kD, kA>(6, 4) + (kD >= 64 ? 0 : sizeof(E) * kTile * kLd<kDsWidth<kD>, E>);
   allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
   attention_backward_dkdv_kernel<kD, kA>
       <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
           in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
           lse.data_ptr<float>(), delta.data_ptr<float>(), out_view<E>(grad_k),
-          out_view<E>(grad_v), H, Tq, Tk, D, scale, causal, vectors, drop);
+          out_view<E>(grad_v), dq_sum.data_ptr<float>(), H, Tq, Tk, D, scale, causal, vectors,
+          drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
-  const size_t smem_q = smem_bytes<kD, kA>(6, 0);
-  allow_smem(attention_backward_dq_kernel<kD, kA>, smem_q);
-  const dim3 query_grid(static_cast<unsigned>(bh), tiles(Tq));
-  attention_backward_dq_kernel<kD, kA>
-      <<<query_grid, kThreads, smem_q, cuda::current_stream()>>>(
-          in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
-          lse.data_ptr<float>(), delta.data_ptr<float>(), out_view<E>(grad_q), H, Tq, Tk, D,
-          scale, causal, vectors, drop);
+  const int64_t elements = bh * Tq * D;
+  attention_dq_store_kernel<kD, E>
+      <<<static_cast<unsigned>((elements + 255) / 256), 256, 0, cuda::current_stream()>>>(
+          dq_sum.data_ptr<float>(), out_view<E>(grad_q), bh * Tq, H, Tq, D, scale);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
