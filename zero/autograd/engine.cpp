@@ -10,6 +10,21 @@
 // 4. Unless keep_graph, each op releases its inputs and saved tensors once used.
 // 5. With a LeafGradHook installed (leaf_grad_hook.h), each leaf is announced right
 //    after the last op that sends it a gradient: known in advance from the order.
+// 6. A gradient in the dtype a cast was made from goes past the cast to its input
+//    (Note [Gradients past a cast]).
+//
+// Note [Gradients past a cast]
+// A model computing in BF16 casts each FP32 parameter (Note [Cached casts] in
+// cast_cache.cpp), and the cast's backward converts the parameter's BF16 gradient back
+// into FP32: one kernel per parameter, 149 for GPT-2, and the gradient rounded to BF16 on
+// the way though the GEMM that made it summed in FP32. The ops that make parameter
+// gradients (Linear, the MLP, LayerNorm, embedding, the head's cross-entropy) can write
+// them in FP32 straight from their FP32 sums, and do when `grad_dtype` says the input is
+// a cast of an FP32 tensor. Such a gradient, of the cast's input dtype rather than its
+// own, goes to the cast's input's slot (or .grad) here, as the cast's backward would
+// have sent it. The cast still runs its backward if some other op gave it a gradient of
+// its own dtype; if none did, it is skipped, and only announces its leaf to the hook.
+// PyTorch's autocast, whose casts are ordinary ops, converts every weight's gradient.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,6 +121,7 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
     }
   }
   std::unordered_map<TensorOp*, std::vector<Tensor>> slots;
+  std::unordered_set<const TensorOp*> passed_casts;  // casts some gradient went past
   slots[grad_fn().get()].resize(grad_fn()->output_metas().size());
   slots[grad_fn().get()][impl()->output_index] = root_grad;
   // Keep every op alive while we walk: releasing one op's inputs may drop the last
@@ -116,20 +132,32 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
 
   for (size_t pos = 0; pos < order.size(); ++pos) {
     TensorOp* op = order[pos];
-    std::vector<Tensor>& grad_outputs = slots[op];
-    grad_outputs.resize(op->output_metas().size());
-    for (size_t k = 0; k < grad_outputs.size(); ++k) {
-      if (!grad_outputs[k].defined()) {
-        const TensorMeta& m = op->output_metas()[k];
-        profiler::Scope scope("backward: zero gradients");
-        grad_outputs[k] = Tensor::Zeros(m.sizes, TensorOption{m.dtype, m.device, false});
+    const auto own = slots.find(op);
+    // A cast whose every gradient went past it has nothing to convert.
+    const bool passed = op->is_cast() && passed_casts.count(op) != 0 && own == slots.end();
+    std::vector<Tensor> grad_inputs;
+    if (!passed) {
+      std::vector<Tensor>& grad_outputs = slots[op];
+      grad_outputs.resize(op->output_metas().size());
+      for (size_t k = 0; k < grad_outputs.size(); ++k) {
+        if (!grad_outputs[k].defined()) {
+          const TensorMeta& m = op->output_metas()[k];
+          profiler::Scope scope("backward: zero gradients");
+          grad_outputs[k] = Tensor::Zeros(m.sizes, TensorOption{m.dtype, m.device, false});
+        }
       }
+      grad_inputs = op->RunBackward(grad_outputs);
+      slots.erase(op);
     }
-    std::vector<Tensor> grad_inputs = op->RunBackward(grad_outputs);
-    slots.erase(op);
     for (size_t i = 0; i < grad_inputs.size(); ++i) {
       if (!op->needs_grad(i) || !grad_inputs[i].defined()) continue;
-      const Tensor& input = op->inputs()[i];
+      const Tensor* target = &op->inputs()[i];
+      if (grad_inputs[i].dtype() != target->dtype()) {  // past the cast that made input i
+        TensorOp* cast = target->grad_fn().get();
+        passed_casts.insert(cast);
+        target = &cast->inputs()[0];
+      }
+      const Tensor& input = *target;
       if (TensorOp* producer = input.grad_fn().get()) {
         std::vector<Tensor>& s = slots[producer];
         s.resize(producer->output_metas().size());

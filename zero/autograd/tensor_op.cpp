@@ -88,10 +88,12 @@ std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_output
                 " a gradient of shape ", shape_to_string(grads[i].sizes()), ", expected ",
                 shape_to_string(inputs_[i].sizes()));
     // A gradient has its input's dtype: a 16-bit activation gets a 16-bit gradient, and
-    // only the cast (OpToDtype) moves a gradient from one dtype to another.
-    ZERO_ASSERT(grads[i].dtype() == inputs_[i].dtype(), name(), " gave input ", i,
-                " a gradient of dtype ", to_string(grads[i].dtype()), ", expected ",
-                to_string(inputs_[i].dtype()));
+    // only a cast moves a gradient from one dtype to another, by its backward or by the
+    // engine passing a gradient of grad_dtype() past it.
+    ZERO_ASSERT(grads[i].dtype() == inputs_[i].dtype() ||
+                    grads[i].dtype() == grad_dtype(inputs_[i]),
+                name(), " gave input ", i, " a gradient of dtype ", to_string(grads[i].dtype()),
+                ", expected ", to_string(inputs_[i].dtype()));
   }
   return grads;
 }
@@ -125,6 +127,15 @@ void TensorOp::Release() {
   inputs_.clear();
   ReleaseSaved_();
   released_ = true;
+}
+
+DataType grad_dtype(const Tensor& input) {
+  const TensorOp* producer = input.defined() ? input.grad_fn().get() : nullptr;
+  if (producer != nullptr && producer->is_cast() && producer->needs_grad(0) &&
+      !producer->inputs().empty() && producer->inputs()[0].dtype() == DataType::F32) {
+    return DataType::F32;
+  }
+  return input.dtype();
 }
 
 Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {

@@ -41,6 +41,9 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   const std::vector<TensorMeta>& output_metas() const { return output_metas_; }
   /// Whether input `i` needs a gradient (it requires grad).
   bool needs_grad(size_t i) const { return i < needs_grad_.size() && needs_grad_[i]; }
+  /// Whether this op is a dtype cast (`OpToDtype`), whose backward only converts the
+  /// gradient back into its input's dtype (see `grad_dtype`).
+  virtual bool is_cast() const { return false; }
 
   /// Runs `Backward_` on behalf of the engine; throws if the graph was freed.
   std::vector<Tensor> RunBackward(const std::vector<Tensor>& grad_outputs);
@@ -80,6 +83,14 @@ template <typename Op, typename... Args>
 Tensor RunOp(const std::vector<Tensor>& inputs, Args&&... args) {
   return RunOpMulti<Op>(inputs, std::forward<Args>(args)...)[0];
 }
+
+/// The dtype in which a `Backward_` may return the gradient of its input `input`: F32 when
+/// `input` is the output of a cast of an F32 tensor that needs a gradient (a BF16 or F16
+/// copy of an FP32 parameter), else input's own dtype. The engine gives such an F32
+/// gradient to the cast's input directly, so the GEMM or reduction that makes it can
+/// write it in FP32 and the cast's backward has nothing to convert (Note [Gradients past
+/// a cast] in engine.cpp).
+DataType grad_dtype(const Tensor& input);
 
 /// Sums `grad` over the dimensions that broadcasting expanded, giving a tensor of
 /// `shape` (the backward of every broadcasting op).

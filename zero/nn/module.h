@@ -99,9 +99,11 @@ class Module {
 // Parameters are always FP32: the master weights that the optimiser updates and that
 // checkpoints save. A module set to compute in BF16 or F16 casts each parameter to that
 // dtype where its Forward uses it (`to_dtype`, one graph node per use), so activations
-// flow in 16 bits, and the cast's backward widens each parameter's gradient back to
-// FP32. AdamW, gradient clipping, the gradient norm and checkpoints therefore see FP32
-// only, and need no change. Inside the kernels every product, sum and statistic
+// flow in 16 bits, and each parameter's gradient comes back in FP32: the ops that make
+// parameter gradients write them in FP32 from their FP32 sums, and the engine passes
+// them by the cast (Note [Gradients past a cast] in autograd/engine.cpp); a cast's
+// backward widens any other gradient. AdamW, gradient clipping, the gradient norm and
+// checkpoints therefore see FP32 only, and need no change. Inside the kernels every product, sum and statistic
 // (softmax, LayerNorm, logsumexp) accumulates in FP32 and each result is rounded once
 // into 16 bits. The shape is PyTorch autocast's, with one difference: here every op of
 // the model computes in the module's dtype, the residual stream included, as llm.c

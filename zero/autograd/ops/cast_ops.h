@@ -2,9 +2,10 @@
 /// `OpToDtype`: a tensor converted to another floating-point dtype, differentiably: the
 /// autograd cast that mixed-precision training is built on.
 ///
-/// A model's FP32 master weights are cast to BF16 or F16 where they are used; the cast's
-/// backward converts each gradient back to FP32, so the optimiser only ever sees FP32
-/// (Note [Mixed precision] in nn/module.h).
+/// A model's FP32 master weights are cast to BF16 or F16 where they are used; their
+/// gradients come back in FP32, from the cast's backward or, for the ops that can write
+/// them in FP32 themselves, past it (`grad_dtype` in tensor_op.h), so the optimiser only
+/// ever sees FP32 (Note [Mixed precision] in nn/module.h).
 #pragma once
 
 #include <utility>
@@ -24,6 +25,8 @@ class OpToDtype : public TensorOp {
       : dtype_(dtype), values_(std::move(values)) {}
   /// "OpToDtype".
   const char* name() const override { return "OpToDtype"; }
+  /// True: a gradient may pass it by (`grad_dtype`).
+  bool is_cast() const override { return true; }
 
  protected:
   /// A new contiguous tensor of x's shape in `dtype`, filled by `ops::convert`, or the

@@ -48,8 +48,15 @@ std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g) {
     ops::matmul(g, weight, grad_x);
     grad_x = grad_x.View(op.inputs()[0].sizes());  // (..., in)
   }
-  if (op.needs_grad(1)) grad_weight = Tensor::Empty(weight.sizes(), weight.options());
-  if (op.needs_grad(2)) grad_bias = Tensor::Empty({weight.size(0)}, weight.options());
+  // The parameters' gradients in FP32 when they are casts of FP32 parameters: Note
+  // [Gradients past a cast] in engine.cpp.
+  if (op.needs_grad(1)) {
+    grad_weight = Tensor::Empty(weight.sizes(), weight.options().WithDtype(grad_dtype(weight)));
+  }
+  if (op.needs_grad(2)) {
+    const Tensor& bias = op.inputs()[2];
+    grad_bias = Tensor::Empty(bias.sizes(), bias.options().WithDtype(grad_dtype(bias)));
+  }
   if (grad_weight.defined() || grad_bias.defined()) {
     ops::linear_backward_params(g, x, grad_weight, grad_bias);
   }
@@ -220,13 +227,16 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
 namespace {
 
 // Gradient buffers for `x` (N, C) and `weight` (V, C), undefined where not wanted.
-// With no rows there are no chunks to write grad_weight, so it starts as zeros.
+// With no rows there are no chunks to write grad_weight, so it starts as zeros. A weight
+// that is a cast of an FP32 parameter gets its gradient in FP32, where the chunks' sums
+// then go directly (Note [Gradients past a cast] in engine.cpp).
 void make_grads(const Tensor& x, const Tensor& weight, bool want_x, bool want_weight,
-                       Tensor& grad_x, Tensor& grad_weight) {
+                Tensor& grad_x, Tensor& grad_weight) {
   if (want_x) grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, C)
   if (want_weight) {
-    grad_weight = x.size(0) > 0 ? Tensor::Empty(weight.sizes(), weight.options())
-                                : Tensor::Zeros(weight.sizes(), weight.options());  // (V, C)
+    const TensorOption options = weight.options().WithDtype(grad_dtype(weight));
+    grad_weight = x.size(0) > 0 ? Tensor::Empty(weight.sizes(), options)
+                                : Tensor::Zeros(weight.sizes(), options);  // (V, C)
   }
 }
 

@@ -48,8 +48,15 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
   Tensor hidden = Tensor::Empty(pre_.sizes(), pre_.options());            // (N, H)
   ops::unary(ops::UnaryOp::kGelu, pre_, hidden);  // Note [Recomputing the GeLU]
   Tensor grad_proj_weight, grad_proj_bias;
-  if (needs_grad(3)) grad_proj_weight = Tensor::Empty(proj_weight.sizes(), proj_weight.options());
-  if (needs_grad(4)) grad_proj_bias = Tensor::Empty({proj_weight.size(0)}, proj_weight.options());
+  const Tensor& proj_bias = inputs()[4];  // (C)
+  if (needs_grad(3)) {  // in FP32 past a cast (Note [Gradients past a cast] in engine.cpp)
+    grad_proj_weight = Tensor::Empty(proj_weight.sizes(),
+                                     proj_weight.options().WithDtype(grad_dtype(proj_weight)));
+  }
+  if (needs_grad(4)) {
+    grad_proj_bias = Tensor::Empty(proj_bias.sizes(),
+                                   proj_bias.options().WithDtype(grad_dtype(proj_bias)));
+  }
   if (grad_proj_weight.defined() || grad_proj_bias.defined()) {
     ops::linear_backward_params(g, hidden, grad_proj_weight, grad_proj_bias);
   }

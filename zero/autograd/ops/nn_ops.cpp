@@ -29,8 +29,12 @@ std::vector<Tensor> OpLayerNorm::Backward_(const std::vector<Tensor>& grad) {
   const Tensor& x = inputs()[0];
   const Tensor& weight = inputs()[1];
   Tensor grad_x = Tensor::Empty(x.sizes(), x.options());                // (..., C)
-  Tensor grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (C,)
-  Tensor grad_bias = Tensor::Empty(weight.sizes(), weight.options());    // (C,)
+  // Both parameter gradients in FP32 when both are casts of FP32 parameters (Note
+  // [Gradients past a cast] in engine.cpp); the kernel writes the two in one dtype.
+  const DataType params = grad_dtype(weight) == grad_dtype(inputs()[2]) ? grad_dtype(weight)
+                                                                        : weight.dtype();
+  Tensor grad_weight = Tensor::Empty(weight.sizes(), weight.options().WithDtype(params));  // (C,)
+  Tensor grad_bias = Tensor::Empty(weight.sizes(), weight.options().WithDtype(params));    // (C,)
   // One kernel produces all three; inputs that need none just drop theirs.
   ops::layer_norm_backward(grad[0].Contiguous(), x, weight.Contiguous(), mean_, rstd_, grad_x,
                            grad_weight, grad_bias);
@@ -60,7 +64,9 @@ std::vector<Tensor> OpEmbedding::OpValue_(const std::vector<Tensor>& in) {
 std::vector<Tensor> OpEmbedding::Backward_(const std::vector<Tensor>& grad) {
   const Tensor& weight = inputs()[0];
   if (!needs_grad(0)) return {Tensor(), Tensor()};
-  Tensor grad_weight = Tensor::Empty(weight.sizes(), weight.options());  // (V, C)
+  // In FP32 past a cast (Note [Gradients past a cast] in engine.cpp).
+  Tensor grad_weight =
+      Tensor::Empty(weight.sizes(), weight.options().WithDtype(grad_dtype(weight)));  // (V, C)
   ops::embedding_backward(grad[0].Contiguous(), inputs()[1], grad_weight);
   return {grad_weight, Tensor()};
 }
