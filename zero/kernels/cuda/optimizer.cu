@@ -87,19 +87,74 @@ struct NoCopy {};
 
 // ---------------------------------------------------------------- kernels
 
-// Elements [begin, end) of one tensor: G the gradient's type, C the copy's.
+// Whether p is aligned for loads of 4 of its elements at a time.
+template <typename T>
+__device__ inline bool four_aligned(const T* p) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
+// Four consecutive elements at p (four_aligned) as floats: one 16-byte load for float, one
+// 8-byte load for the 16-bit types; and the four stored back, each rounded once.
+template <typename T>
+__device__ inline void load4(const T* p, float (&x)[4]) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  } else {
+    const uint2 raw = *reinterpret_cast<const uint2*>(p);
+    const T* h = reinterpret_cast<const T*>(&raw);
+    for (int k = 0; k < 4; ++k) x[k] = static_cast<float>(h[k]);
+  }
+}
+template <typename T>
+__device__ inline void store4(T* p, const float (&x)[4]) {
+  if constexpr (std::is_same_v<T, float>) {
+    *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
+  } else {
+    uint2 raw;
+    T* h = reinterpret_cast<T*>(&raw);
+    for (int k = 0; k < 4; ++k) h[k] = static_cast<T>(x[k]);
+    *reinterpret_cast<uint2*>(p) = raw;
+  }
+}
+
+// One element's update: the moments m, v and the parameter p, from the gradient g.
+__device__ inline void adamw_update(float g, float& m, float& v, float& p, float decay,
+                                    const AdamWScalars& s) {
+  m = s.beta1 * m + (1.0f - s.beta1) * g;
+  v = s.beta2 * v + (1.0f - s.beta2) * g * g;
+  p = p * decay - s.step_size * m / (sqrtf(v) * s.inv_sqrt_bc2 + s.eps);
+}
+
+// Elements [begin, end) of one tensor: G the gradient's type, C the copy's. The step moves
+// about 30 bytes an element and no arithmetic to speak of, so it runs at the speed of its
+// loads: when every array is aligned for it, each thread moves 4 elements of each with
+// one wide load or store (as the element-wise kernels do), element by element
+// otherwise and for the tail. The results are the same bits either way.
 template <typename G, typename C>
 __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, float decay,
                             const AdamWScalars& s, int64_t begin, int64_t end) {
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float gi = static_cast<float>(g[i]);
-    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
-    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
+  constexpr bool kCopy = !std::is_same_v<C, NoCopy>;
+  int64_t rest = begin;  // the first element left to the scalar loop
+  bool vectors = four_aligned(p) && four_aligned(g) && four_aligned(m) && four_aligned(v);
+  if constexpr (kCopy) vectors = vectors && four_aligned(copy);
+  if (vectors) {
+    for (int64_t i = begin + 4 * threadIdx.x; i + 4 <= end; i += 4 * blockDim.x) {
+      float gi[4], mi[4], vi[4], pi[4];
+      load4(g + i, gi), load4(m + i, mi), load4(v + i, vi), load4(p + i, pi);
+      for (int k = 0; k < 4; ++k) adamw_update(gi[k], mi[k], vi[k], pi[k], decay, s);
+      store4(m + i, mi), store4(v + i, vi), store4(p + i, pi);
+      if constexpr (kCopy) store4(copy + i, pi);
+    }
+    rest = end - (end - begin) % 4;
+  }
+  for (int64_t i = rest + threadIdx.x; i < end; i += blockDim.x) {
+    float mi = m[i], vi = v[i], pi = p[i];
+    adamw_update(static_cast<float>(g[i]), mi, vi, pi, decay, s);
     m[i] = mi;
     v[i] = vi;
-    const float pi = p[i] * decay - s.step_size * mi / (sqrtf(vi) * s.inv_sqrt_bc2 + s.eps);
     p[i] = pi;
-    if constexpr (!std::is_same_v<C, NoCopy>) copy[i] = static_cast<C>(pi);
+    if constexpr (kCopy) copy[i] = static_cast<C>(pi);
   }
 }
 
