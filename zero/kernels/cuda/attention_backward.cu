@@ -165,10 +165,12 @@ __global__ void attention_dq_store_kernel(const float* dq_sum, HeadView<E> grad_
   grad_q.slice(bh, H)[i * grad_q.row + d] = convert_value<E>(dq_sum[row * kD + d] * scale);
 }
 
-// Blocks of the dK, dV kernel an SM holds at once, which caps its registers (the shared
-// tiles would allow more at D <= 64).
+// Blocks of the dK, dV kernel an SM holds at once, which caps its registers at 65536 /
+// (128 x blocks). Uncapped, ptxas takes 255 a thread and two blocks fit; the 16-bit
+// products' operands leave room for three (170 registers): 0.425 -> 0.381 ms on GPT-2's
+// shape (docs/speed_notes.md, item 36). The FP32 modes' operands need more.
 template <int kD, Arith kA>
-constexpr int kBackwardBlocks = 2;
+constexpr int kBackwardBlocks = kSixteenBit<kA> ? 3 : 2;
 
 template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention_backward_dkdv_kernel(
