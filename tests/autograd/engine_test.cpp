@@ -1,14 +1,16 @@
 // Tests of the backward engine (autograd/engine.cpp): accumulation in diamonds and
 // across calls, the errors for a missing gradient and a freed graph, keep_graph,
-// freeing the graph after use, deep graphs without recursion, and the shape of the
-// gradients leaves receive.
+// freeing the graph after use, deep graphs without recursion, the shape of the
+// gradients leaves receive, and inputs kept as edges without their values.
 #include <cmath>
 #include <memory>
 #include <string>
 
 #include "tests/support/test_support.h"
+#include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/autograd/tensor_op.h"
+#include "zero/core/generator.h"
 
 namespace zero {
 namespace {
@@ -269,6 +271,34 @@ TEST_P(EngineTest, WritesAfterBackwardOrToUnusedTensorsAreFine) {
   NoGradGuard no_grad;
   a.Fill_(100.0f);  // the graph is gone: nothing left to protect
   w.Fill_(0.0f);
+}
+
+// Note [Edges without values]: a sum and a dropout keep only edges to their inputs, so
+// the buffers of y and of dropout(y) go as soon as the caller drops them, before the
+// backward; the gradients are the same.
+TEST_P(EngineTest, InputsWhoseValuesNoBackwardReadsAreFreedBeforeIt) {
+  Tensor x = leaf({1, 2, 3, 4}, {4});
+  std::weak_ptr<TensorNode> y_buffer, dropped_buffer;
+  Tensor loss;
+  {
+    Tensor y = x * 3.0f;
+    Generator gen(1);
+    Tensor dropped = dropout(y, 0.5f, true, &gen);  // y * 2 or 0, element by element
+    y_buffer = y.node();
+    dropped_buffer = dropped.node();
+    Tensor z = dropped + x;  // OpAdd
+    loss = sum(z * z);       // OpMul keeps z
+  }
+  EXPECT_TRUE(y_buffer.expired()) << "the dropout kept its input's buffer";
+  EXPECT_TRUE(dropped_buffer.expired()) << "the addition kept its input's buffer";
+  loss.Backward();
+  // z = (6 or 0) x + x, d sum(z^2) / dx = 2 z (7 or 1): the kept factor is the mask's.
+  const std::vector<float> g = x.Grad().Cpu().ToVector<float>();
+  for (int i = 0; i < 4; ++i) {
+    const float v = static_cast<float>(i + 1);
+    EXPECT_TRUE(std::fabs(g[i] - 98 * v) < 1e-4f * v || std::fabs(g[i] - 2 * v) < 1e-6f * v)
+        << "element " << i << ": " << g[i];
+  }
 }
 
 ZERO_INSTANTIATE_DEVICE_TEST(EngineTest);

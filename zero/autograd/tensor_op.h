@@ -58,6 +58,11 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   virtual std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) = 0;
   /// Frees tensors saved for the backward; override when the op saves any.
   virtual void ReleaseSaved_() {}
+  /// Whether `Backward_` reads the values of input `i`. An op that needs only the input's
+  /// shape and dtype (a sum passes its gradient on; dropout remakes its mask) returns
+  /// false, and the graph keeps only that input's edge, so its buffer is freed as soon as
+  /// nothing else holds it (Note [Edges without values] in tensor_op.cpp).
+  virtual bool KeepsInput_(size_t /*i*/) const { return true; }
 
  private:
   // Throws if an input or an output changed in place since Apply (Note [Version counter]).

@@ -34,6 +34,8 @@ class OpToDtype : public TensorOp {
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// `ops::convert` of the gradient into the input's dtype.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// False: the backward reads only x's shape and dtype.
+  bool KeepsInput_(size_t /*i*/) const override { return false; }
 
  private:
   DataType dtype_;

@@ -21,6 +21,8 @@ class OpAdd : public TensorOp {
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// `grad_a = sum_to_shape(g, a)`, `grad_b = sum_to_shape(g, b)`.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// False: the backward reads only the inputs' shapes.
+  bool KeepsInput_(size_t /*i*/) const override { return false; }
 };
 
 /// `a - b`. Backward: `g` to `a`, `-g` to `b` (summed over broadcast dimensions).
@@ -34,6 +36,8 @@ class OpSub : public TensorOp {
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// `grad_a = g`, `grad_b = -g`, each reduced to its input's shape.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// False: the backward reads only the inputs' shapes.
+  bool KeepsInput_(size_t /*i*/) const override { return false; }
 };
 
 /// `a * b`. Backward: `g * b` to `a`, `g * a` to `b`.

@@ -64,6 +64,8 @@ class OpDropout : public TensorOp {
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// Calls `ops::dropout_backward` with the same (seed, offset).
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// False: the mask is made again from (seed, offset), not read from x.
+  bool KeepsInput_(size_t /*i*/) const override { return false; }
 
  private:
   float p_;
