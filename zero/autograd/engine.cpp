@@ -16,8 +16,8 @@
 // Note [Gradients past a cast]
 // A model computing in BF16 casts each FP32 parameter (Note [Cached casts] in
 // cast_cache.cpp), and the cast's backward converts the parameter's BF16 gradient back
-// into FP32: one kernel per parameter, 149 for GPT-2, and the gradient rounded to BF16 on
-// the way though the GEMM that made it summed in FP32. The ops that make parameter
+// into FP32: one kernel per parameter, 149 for GPT-2, and a gradient that the GEMM made
+// as an FP32 sum rounded to BF16 on the way. The ops that make parameter
 // gradients (Linear, the MLP, LayerNorm, embedding, the head's cross-entropy) can write
 // them in FP32 straight from their FP32 sums, and do when `grad_dtype` says the input is
 // a cast of an FP32 tensor. Such a gradient, of the cast's input dtype rather than its

@@ -20,7 +20,8 @@ namespace zero::autograd {
 
 /// One recorded operation in the autograd graph.
 ///
-/// An op keeps its inputs (the graph's edges) and whatever it saved for the backward,
+/// An op keeps its inputs (the graph's edges; of an input whose values its backward does
+/// not read, only the edge, `KeepsInput_`) and whatever it saved for the backward,
 /// never its outputs (that would be a reference cycle); to reuse an output it saves
 /// `out.Detach()`, which shares the buffer without the history.
 class TensorOp : public std::enable_shared_from_this<TensorOp> {
