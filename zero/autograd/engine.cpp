@@ -134,7 +134,7 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
     TensorOp* op = order[pos];
     const auto own = slots.find(op);
     // A cast whose every gradient went past it has nothing to convert.
-    const bool passed = op->is_cast() && passed_casts.count(op) != 0 && own == slots.end();
+    const bool passed = passed_casts.count(op) != 0 && own == slots.end();
     std::vector<Tensor> grad_inputs;
     if (!passed) {
       std::vector<Tensor>& grad_outputs = slots[op];
