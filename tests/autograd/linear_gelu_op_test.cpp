@@ -99,7 +99,7 @@ TEST(LinearGeluOpCpuTest, GradientsAgainstFiniteDifferences) {
 // On CUDA pre comes from cuBLASLt in FP32, and the gradients from pre alone: within 1e-4
 // of the largest element, far above FP32 rounding and far below any wrong formula. y
 // comes from cuBLASLt's GeLU, which may use a hardware tanh (Note [GeLU in the GEMM's
-// epilogue] in kernels/cuda/blas_lt.cu): within 2^-11.
+// epilogue] in kernels/cuda/gelu_epilogue.cu): within 2^-11.
 TEST_P(LinearGeluOpTest, MatchesTheCpu) {
   for (int64_t out : kWidths) {
     for (DataType dtype : {DataType::F32, DataType::BF16}) {

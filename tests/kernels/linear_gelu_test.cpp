@@ -1,5 +1,5 @@
 // Tests of the Linear fused with GeLU (kernels/linear.cpp; on CUDA one cuBLASLt call with
-// the GELU_AUX_BIAS epilogue, cuda/blas_lt.cu) against the unfused composition, the
+// the GELU_AUX_BIAS epilogue, cuda/gelu_epilogue.cu) against the unfused composition, the
 // Linear then the GeLU: on the CPU bit for bit in every dtype, and on CUDA in IEEE FP32
 // (which does not fuse); on CUDA in the fast modes and in BF16 and F16 (against the FP32
 // result), pre within the rounding of the unfused Linear and y within a bound on

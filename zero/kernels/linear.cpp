@@ -1,9 +1,11 @@
 // Dispatch for the fused Linear layer: out = x @ weight^T + bias, and the backward's
-// parameter gradients; and for the Linear fused with the GeLU after it in a GPT's MLP,
-// pre = x @ weight^T + bias and y = gelu(pre). Weights use PyTorch's layout [out, in],
-// so the forward reads weight through a transposed view (no copy). On CUDA each is one
-// cuBLASLt call (cuda/blas_lt.cu); on the CPU they are compositions of the existing
-// GEMM (onto rows holding the bias), column sum and GeLU (cpu/matmul_cpu.cpp).
+// parameter gradients; for the Linear fused with the GeLU after it in a GPT's MLP,
+// pre = x @ weight^T + bias and y = gelu(pre); and for the MLP backward's product that
+// feeds GeLU's derivative, grad_pre = (grad_y @ weight) gelu'(pre). Weights use
+// PyTorch's layout [out, in], so the forward reads weight through a transposed view (no
+// copy). On CUDA each is one cuBLASLt call (cuda/blas_lt.cu, cuda/gelu_epilogue.cu);
+// on the CPU they are compositions of the existing GEMM (onto rows holding the bias),
+// column sum and GeLU (cpu/matmul_cpu.cpp).
 //
 // Dtypes: x, weight, bias and out (y, pre) share one (f32, bf16 or f16); the GEMM
 // accumulates in FP32 and the bias is added before the output's one rounding. The
@@ -19,6 +21,7 @@ namespace zero::ops {
 ZERO_DEFINE_KERNEL(linear_forward);
 ZERO_DEFINE_KERNEL(linear_backward_params);
 ZERO_DEFINE_KERNEL(linear_gelu_forward);
+ZERO_DEFINE_KERNEL(matmul_gelu_backward);
 
 namespace {
 
@@ -61,6 +64,22 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
                          const Tensor& y, const Tensor& pre) {
   check_linear_forward("linear_gelu", x, weight, bias, {&y, &pre}, {"y", "pre"});
   linear_gelu_forward_stub(y.device(), x, weight, bias, y, pre);
+}
+
+void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
+                          const Tensor& grad_pre) {
+  const char* op = "matmul_gelu_backward";
+  check_same_device(op, {&grad_y, &weight, &pre, &grad_pre});
+  ZERO_CHECK(grad_y.dim() == 2 && pre.dim() == 2, op,
+             ": expected grad_y [N, C] and pre [N, H], got ", shape_to_string(grad_y.sizes()),
+             " and ", shape_to_string(pre.sizes()));
+  const int64_t n = grad_y.size(0), c = grad_y.size(1), h = pre.size(1);
+  check_float_dtype(op, grad_y, "grad_y");
+  check_matrix(op, weight, "weight", grad_y.dtype(), {c, h});
+  check_matrix(op, pre, "pre", grad_y.dtype(), {n, h});
+  check_matrix(op, grad_pre, "grad_pre", grad_y.dtype(), {n, h});
+  check_matrix(op, grad_y, "grad_y", grad_y.dtype(), {n, c});
+  matmul_gelu_backward_stub(grad_pre.device(), grad_y, weight, pre, grad_pre);
 }
 
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,

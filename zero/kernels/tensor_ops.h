@@ -45,6 +45,7 @@ inline void div(const Tensor& a, const Tensor& b, const Tensor& out) { binary(Bi
 /// `out = f(x)`, same shape.
 void unary(UnaryOp op, const Tensor& x, const Tensor& out);
 /// `grad_x = grad_y * f'(x)`; `y = f(x)` is passed so exp, sqrt and tanh reuse it.
+/// `grad_x` may be `grad_y` itself (each element is read before it is written).
 void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                     const Tensor& grad_x);
 /// @}
@@ -256,11 +257,22 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
 /// Writes both, `pre` for the backward's GeLU derivative. On the CPU this is exactly
 /// `linear_forward` then `unary(kGelu)`. On CUDA it is one cuBLASLt call whose epilogue
 /// adds the bias, stores `pre` and writes `y` (Note [GeLU in the GEMM's epilogue] in
-/// cuda/blas_lt.cu); `y` can then differ from `unary(kGelu, pre)` by cuBLASLt's own
+/// cuda/gelu_epilogue.cu); `y` can then differ from `unary(kGelu, pre)` by cuBLASLt's own
 /// evaluation of the formula, and a 16-bit `y` is rounded from the FP32 `pre` rather
 /// than from the rounded one. Dtypes as in `linear_forward`; `y` and `pre` share x's.
 void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& y, const Tensor& pre);
+/// The backward's step through the MLP's second Linear and its GeLU: `grad_pre[N, H] =
+/// (grad_y[N, C] @ weight[C, H]) * gelu'(pre[N, H])`, `weight` the second Linear's
+/// [out = C, in = H] and `pre` what `linear_gelu_forward` stored. On the CPU this is
+/// exactly `matmul` then `unary_backward(kGelu)`. On CUDA it is one cuBLASLt call whose
+/// epilogue applies the derivative (Note [GeLU's derivative in the GEMM's epilogue] in
+/// cuda/gelu_epilogue.cu), except in IEEE FP32, which runs the two kernels; the fused
+/// derivative can differ from `unary_backward`'s by cuBLASLt's evaluation of it, and a
+/// 16-bit `grad_pre` is rounded from FP32 once. All four share one dtype (F32, BF16 or
+/// F16); `grad_pre` must not overlap the inputs.
+void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
+                          const Tensor& grad_pre);
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
 /// [B, H, Tk, D]; saves `lse` [B, H, Tq], each row's logsumexp of the scaled scores.
 /// With `causal`, Tq <= Tk and query i sees keys j <= Tk - Tq + i (the mask is aligned

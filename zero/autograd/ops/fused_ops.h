@@ -44,7 +44,7 @@ std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g);
 /// pre-activation `pre = x @ weight^T + bias` [N, out] in place of the GeLU's input and
 /// output: y is not kept, as the next Linear keeps it. Backward: `dpre = g * gelu'(pre)`,
 /// then OpLinear's backward with dpre. On CUDA the forward is one cuBLASLt call (Note
-/// [GeLU in the GEMM's epilogue] in kernels/cuda/blas_lt.cu); on the CPU it computes
+/// [GeLU in the GEMM's epilogue] in kernels/cuda/gelu_epilogue.cu); on the CPU it computes
 /// the same values, and gradients, as `gelu(linear(x, weight, bias))` bit for bit.
 class OpLinearGelu : public TensorOp {
  public:
@@ -78,8 +78,9 @@ class OpMlp : public TensorOp {
  protected:
   /// Both Linears, the GeLU in the first; saves pre.
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
-  /// `ops::unary` for the hidden layer, the second Linear's backward, `ops::unary_backward`
-  /// for dpre, then the first Linear's backward (`linear_grads`).
+  /// `ops::unary` for the hidden layer and the second Linear's parameter gradients, the
+  /// hidden layer freed; `ops::matmul_gelu_backward` for dpre; then the first Linear's
+  /// backward (`linear_grads`).
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
   /// Drops pre.
   void ReleaseSaved_() override { pre_ = Tensor(); }

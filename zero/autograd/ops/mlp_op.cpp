@@ -24,7 +24,7 @@ namespace autograd {
 // The recomputed layer is unary(kGelu) of the stored pre. On the CPU that is how the
 // forward made it too, so the two agree bit for bit. On CUDA the forward's came from
 // cuBLASLt's GeLU epilogue, evaluated on the FP32 pre before it was rounded (Note [GeLU
-// in the GEMM's epilogue] in kernels/cuda/blas_lt.cu): in FP32 the two differ by
+// in the GEMM's epilogue] in kernels/cuda/gelu_epilogue.cu): in FP32 the two differ by
 // cuBLASLt's evaluation of tanh, in 16 bits by at most about one rounding of the layer.
 // The second Linear's weight gradient is then that of a hidden layer this close to the
 // forward's.
@@ -45,8 +45,6 @@ std::vector<Tensor> OpMlp::OpValue_(const std::vector<Tensor>& in) {
 std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
   const Tensor& proj_weight = inputs()[3];                                // (C, H)
   const Tensor g = grad[0].Contiguous().View({-1, proj_weight.size(0)});  // (N, C)
-  Tensor hidden = Tensor::Empty(pre_.sizes(), pre_.options());            // (N, H)
-  ops::unary(ops::UnaryOp::kGelu, pre_, hidden);  // Note [Recomputing the GeLU]
   Tensor grad_proj_weight, grad_proj_bias;
   const Tensor& proj_bias = inputs()[4];  // (C)
   if (needs_grad(3)) {  // in FP32 past a cast (Note [Gradients past a cast] in engine.cpp)
@@ -58,16 +56,19 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
                                    proj_bias.options().WithDtype(grad_dtype(proj_bias)));
   }
   if (grad_proj_weight.defined() || grad_proj_bias.defined()) {
+    // The hidden layer lives only for this product, so that it and grad_pre below are
+    // never held at once: one [N, H] tensor beside pre at the backward's peak, not two.
+    Tensor hidden = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, H)
+    ops::unary(ops::UnaryOp::kGelu, pre_, hidden);  // Note [Recomputing the GeLU]
     ops::linear_backward_params(g, hidden, grad_proj_weight, grad_proj_bias);
   }
   std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};
   if (needs_grad(0) || needs_grad(1) || needs_grad(2)) {
-    Tensor grad_hidden = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, H)
-    ops::matmul(g, proj_weight, grad_hidden);
-    // dpre = grad_hidden * gelu'(pre), into the hidden layer's buffer, read for the last
-    // time above. GeLU's derivative reads only its input: pre stands in for the output.
-    ops::unary_backward(ops::UnaryOp::kGelu, pre_, pre_, grad_hidden, hidden);
-    grads = linear_grads(*this, hidden);  // inputs 0, 1, 2 are the first Linear's
+    // grad_pre = (g W_proj) gelu'(pre), on CUDA in the GEMM's epilogue (Note [GeLU's
+    // derivative in the GEMM's epilogue] in kernels/cuda/gelu_epilogue.cu).
+    Tensor grad_pre = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, H)
+    ops::matmul_gelu_backward(g, proj_weight, pre_, grad_pre);
+    grads = linear_grads(*this, grad_pre);  // inputs 0, 1, 2 are the first Linear's
   }
   grads.push_back(grad_proj_weight);
   grads.push_back(grad_proj_bias);

@@ -159,11 +159,20 @@ void linear_gelu_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor
   unary(UnaryOp::kGelu, pre, y);             // (N, out)
 }
 
+// The reference of the fused backward step: the two kernels it fuses on the GPU, GeLU's
+// derivative applied in place over the product.
+void matmul_gelu_backward_cpu(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
+                              const Tensor& grad_pre) {
+  matmul(grad_y, weight, grad_pre);                              // (N, H)
+  unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);  // (N, H)
+}
+
 }  // namespace
 
 ZERO_REGISTER_KERNEL(matmul, kCpu, matmul_cpu);
 ZERO_REGISTER_KERNEL(linear_forward, kCpu, linear_forward_cpu);
 ZERO_REGISTER_KERNEL(linear_backward_params, kCpu, linear_backward_params_cpu);
 ZERO_REGISTER_KERNEL(linear_gelu_forward, kCpu, linear_gelu_forward_cpu);
+ZERO_REGISTER_KERNEL(matmul_gelu_backward, kCpu, matmul_gelu_backward_cpu);
 
 }  // namespace zero::ops

@@ -1,6 +1,7 @@
-// What blas.cu (cuBLAS matmul) and blas_lt.cu (cuBLASLt Linear) share: one cuBLAS
-// handle and workspace per GPU, and the compute mode MX_FAST_MATMUL selects. Both are
-// defined in blas.cu. A cuBLAS handle doubles as a cuBLASLt handle (cuBLAS documents
+// What blas.cu (cuBLAS matmul), blas_lt.cu (cuBLASLt Linear) and gelu_epilogue.cu
+// (the MLP's GeLU in cuBLASLt's epilogues) share: one cuBLAS handle and workspace per
+// GPU and the compute mode MX_FAST_MATMUL selects, defined in blas.cu, and the cuBLASLt
+// calls of blas_lt.cu. A cuBLAS handle doubles as a cuBLASLt handle (cuBLAS documents
 // the cast), so the two libraries share the handle and, on one stream, the workspace.
 #pragma once
 
@@ -49,5 +50,27 @@ bool split_tf32_mode();
 bool split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      const float* A, int64_t lda, const float* B, int64_t ldb, float* D,
                      cublasLtEpilogue_t epilogue, float* bias, float beta = 0.0f);
+
+// Column-major D (m x n, ld m) = op(A) op(B) through cuBLASLt, in the compute mode
+// MX_FAST_MATMUL selects, with `epilogue` reading or writing `bias` and `aux` (an m x n
+// matrix, ld m, in D's type: the GeLU epilogues' pre-activation). A is stored m x k (or
+// k x m when trans_a), B k x n (or n x k when trans_b), both packed. In 3xtf32 mode a
+// large GEMM runs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores]), in fp16 mode
+// on FP16 copies of A and B (Note [FP16 Tensor Cores with FP32 in and out]; BGRADB then
+// sums the FP16 copy of B). Split TF32 would sum B's three pieces under BGRADB and takes
+// no `aux`, so a caller with either must first check split_tf32_pays and do without the
+// epilogue when it is true. Defined in blas_lt.cu; returns false, having done nothing,
+// when cuBLASLt has no algorithm (an epilogue unsupported for the compute type, a
+// misaligned pointer, an aux whose m is not a multiple of 8).
+bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
+               float* bias, float* aux = nullptr);
+// lt_matmul for the tensors of a BF16 or F16 Linear: A and B of one 16-bit dtype, D of
+// theirs or FP32, the bias (may be undefined) and aux (may be undefined, else D's
+// dtype) likewise; FP32 accumulation and scale. Defined in blas_lt.cu.
+bool lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const Tensor& A, const Tensor& B, const Tensor& D,
+                     cublasLtEpilogue_t epilogue, const Tensor& bias,
+                     const Tensor& aux = Tensor());
 
 }  // namespace zero::ops::cuda

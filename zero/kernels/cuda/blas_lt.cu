@@ -3,7 +3,7 @@
 // the backward sums the bias gradient while it reads grad_out for grad_weight
 // (CUBLASLT_EPILOGUE_BGRADB), except under split TF32 (split_tf32.cuh), where it would
 // sum grad_out's three pieces. Each saves one full pass over a [N, out] tensor. The
-// Linear + GeLU of a GPT's MLP is one call too (Note [GeLU in the GEMM's epilogue]).
+// GeLU of a GPT's MLP goes into epilogues as well, in gelu_epilogue.cu.
 //
 // Operands are row-major and handed over as in Note [Row-major tensors in a
 // column-major library] (blas.cu): a row-major R x C matrix is, column-major, its
@@ -198,45 +198,6 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
   return run(*algo) == CUBLAS_STATUS_SUCCESS;
 }
 
-// lt_matmul_in in the compute mode MX_FAST_MATMUL selects; in 3xtf32 mode a large GEMM
-// runs as split TF32 (Note [FP32 GEMMs on TF32 Tensor Cores]), in fp16 mode on FP16
-// copies of A and B (Note [FP16 Tensor Cores with FP32 in and out]; BGRADB then sums
-// the FP16 copy of B). The BGRADB
-// epilogue would sum B's three pieces, so a caller asking for it must first check
-// split_tf32_pays and do without the epilogue when it is true; a GeLU epilogue's `aux`
-// is not passed to split TF32, whose callers must likewise check first.
-bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-               const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
-               float* bias, float* aux = nullptr) {
-  if (cuda::split_tf32_pays(device, m, n, k)) {
-    ZERO_CHECK(aux == nullptr, "split TF32 does not take a GeLU epilogue");
-    return cuda::split_tf32_gemm(device, trans_a, trans_b, m, n, k, A, trans_a ? k : m, B,
-                                 trans_b ? n : k, D, epilogue, bias);
-  }
-  if (cuda::fp16_mode()) {
-    const Tensor a16 = cuda::to_half(A, m * k, device), b16 = cuda::to_half(B, k * n, device);
-    return lt_matmul_in(CUBLAS_COMPUTE_32F, CUDA_R_16F, device, trans_a, trans_b, m, n, k,
-                        a16.data(), b16.data(), D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F,
-                        aux);
-  }
-  return lt_matmul_in(cuda::compute_type(), CUDA_R_32F, device, trans_a, trans_b, m, n, k, A, B,
-                      D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F, aux);
-}
-
-// lt_matmul for the tensors of a BF16 or F16 Linear: A and B of one 16-bit dtype, D
-// and the bias (may be undefined) of theirs or FP32, FP32 accumulation and scale.
-bool lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                     const Tensor& A, const Tensor& B, const Tensor& D,
-                     cublasLtEpilogue_t epilogue, const Tensor& bias,
-                     const Tensor& aux = Tensor()) {
-  const cudaDataType_t d_type = cuda::cuda_dtype(D.dtype());
-  return lt_matmul_in(CUBLAS_COMPUTE_32F, cuda::cuda_dtype(A.dtype()), device, trans_a, trans_b,
-                      m, n, k, A.data(), B.data(), D.data(), epilogue,
-                      bias.defined() ? bias.data() : nullptr, 0.0f, d_type,
-                      bias.defined() ? cuda::cuda_dtype(bias.dtype()) : d_type,
-                      aux.defined() ? aux.data() : nullptr);
-}
-
 // grad_bias (out) = column sums of grad_out [N, out], accumulated in FP32 and stored in
 // grad_bias's dtype, which may be wider than grad_out's.
 void column_sum(const Tensor& grad_out, const Tensor& grad_bias) {
@@ -250,6 +211,37 @@ void column_sum(const Tensor& grad_out, const Tensor& grad_bias) {
 }
 
 }  // namespace
+
+// The two entry points of blas_common.cuh over lt_matmul_in: FP32 operands in the
+// precision mode's compute, and the tensors of a 16-bit Linear.
+bool cuda::lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
+                     float* bias, float* aux) {
+  if (cuda::split_tf32_pays(device, m, n, k)) {
+    ZERO_CHECK(aux == nullptr, "split TF32 does not take an epilogue's aux matrix");
+    return cuda::split_tf32_gemm(device, trans_a, trans_b, m, n, k, A, trans_a ? k : m, B,
+                                 trans_b ? n : k, D, epilogue, bias);
+  }
+  if (cuda::fp16_mode()) {
+    const Tensor a16 = cuda::to_half(A, m * k, device), b16 = cuda::to_half(B, k * n, device);
+    return lt_matmul_in(CUBLAS_COMPUTE_32F, CUDA_R_16F, device, trans_a, trans_b, m, n, k,
+                        a16.data(), b16.data(), D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F,
+                        aux);
+  }
+  return lt_matmul_in(cuda::compute_type(), CUDA_R_32F, device, trans_a, trans_b, m, n, k, A, B,
+                      D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F, aux);
+}
+
+bool cuda::lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, const Tensor& A, const Tensor& B, const Tensor& D,
+                           cublasLtEpilogue_t epilogue, const Tensor& bias, const Tensor& aux) {
+  const cudaDataType_t d_type = cuda::cuda_dtype(D.dtype());
+  return lt_matmul_in(CUBLAS_COMPUTE_32F, cuda::cuda_dtype(A.dtype()), device, trans_a, trans_b,
+                      m, n, k, A.data(), B.data(), D.data(), epilogue,
+                      bias.defined() ? bias.data() : nullptr, 0.0f, d_type,
+                      bias.defined() ? cuda::cuda_dtype(bias.dtype()) : d_type,
+                      aux.defined() ? aux.data() : nullptr);
+}
 
 bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
                            int64_t k, const float* A, int64_t lda, const float* B, int64_t ldb,
@@ -274,11 +266,12 @@ void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bi
   const bool f32 = x.dtype() == DataType::F32;
   // out^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T (in x n) + bias.
   if (bias.defined() && in > 0 &&
-      (f32 ? lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
-                       weight.data_ptr<float>(), x.data_ptr<float>(), out.data_ptr<float>(),
-                       CUBLASLT_EPILOGUE_BIAS, bias.data_ptr<float>())
-           : lt_matmul_16bit(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in, weight,
-                             x, out, CUBLASLT_EPILOGUE_BIAS, bias))) {
+      (f32 ? cuda::lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
+                             weight.data_ptr<float>(), x.data_ptr<float>(),
+                             out.data_ptr<float>(), CUBLASLT_EPILOGUE_BIAS,
+                             bias.data_ptr<float>())
+           : cuda::lt_matmul_16bit(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
+                                   weight, x, out, CUBLASLT_EPILOGUE_BIAS, bias))) {
     return;
   }
   if (f32 || !bias.defined()) {
@@ -312,13 +305,13 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   const cublasLtEpilogue_t epilogue = fuse_bias ? CUBLASLT_EPILOGUE_BGRADB
                                                 : CUBLASLT_EPILOGUE_DEFAULT;
   if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0 &&
-      (f32 ? lt_matmul(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
-                       x.data_ptr<float>(), grad_out.data_ptr<float>(),
-                       grad_weight.data_ptr<float>(), epilogue,
-                       fuse_bias ? grad_bias.data_ptr<float>() : nullptr)
-           : lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n, x,
-                             grad_out, grad_weight, epilogue,
-                             fuse_bias ? grad_bias : Tensor()))) {
+      (f32 ? cuda::lt_matmul(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
+                             x.data_ptr<float>(), grad_out.data_ptr<float>(),
+                             grad_weight.data_ptr<float>(), epilogue,
+                             fuse_bias ? grad_bias.data_ptr<float>() : nullptr)
+           : cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
+                                   x, grad_out, grad_weight, epilogue,
+                                   fuse_bias ? grad_bias : Tensor()))) {
     if (grad_bias.defined() && !fuse_bias) column_sum(grad_out, grad_bias);
     return;
   }
@@ -326,63 +319,9 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   if (grad_bias.defined()) column_sum(grad_out, grad_bias);                 // (out)
 }
 
-// Note [GeLU in the GEMM's epilogue]
-// A GPT's MLP applies GeLU to the output of c_fc. Unfused, that output (pre) is written
-// by the GEMM, read back by the GeLU kernel and written again as y. The epilogue
-// CUBLASLT_EPILOGUE_GELU_AUX_BIAS does it while the tile is still in registers: it adds
-// the bias, stores the sum as the "aux" matrix (pre, which the backward's GeLU
-// derivative needs) and writes gelu(pre) as D. The aux matrix is laid out like D (ld m
-// in elements, which cuBLASLt requires to be a multiple of 8) and has D's dtype.
-// cuBLAS's documentation says "GELU" without a formula. PyTorch's _addmm_activation,
-// which uses this epilogue, substitutes gelu(x, approximate="tanh") where it cannot, so
-// it is the tanh approximation that Zero's kGelu computes. How cuBLASLt evaluates it is
-// not documented; CUTLASS's epilogue GeLU (GELU_taylor) writes the same formula as
-// 0.5 x (1 + tanh(k0 x (1 + k1 x^2))) with the hardware's tanh.approx.f32, whose relative
-// error is about 2^-11. So y may differ from unary(kGelu, pre) (tanhf) by up to about
-// 2^-12 |pre|; linear_gelu_test allows twice that and prints the largest difference it
-// saw. pre, and so the backward, does not depend on it. For BF16 and F16, y is rounded
-// from the FP32 pre, where the unfused ops round pre first: closer to the FP32 value,
-// not equal to the unfused result.
-// The backward needs dpre = dy gelu'(pre). CUBLASLT_EPILOGUE_DGELU_BGRAD would fuse
-// that into the GEMM that makes dy, c_proj's input gradient, which belongs to another
-// graph node (OpLinear); the autograd op (OpLinearGelu) runs the vectorised GeLU
-// backward instead, then the Linear's backward (BGRADB for the bias).
-void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                              const Tensor& y, const Tensor& pre) {
-  cuda::set_device(y);
-  const int64_t n = x.size(0), in = x.size(1), n_out = weight.size(0);
-  if (y.numel() == 0) return;
-  const int device = y.device().index();
-  const bool f32 = x.dtype() == DataType::F32;
-  const cublasLtEpilogue_t epilogue =
-      bias.defined() ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-  // FP32 in the default IEEE mode runs the unfused ops: the epilogue's GeLU is not
-  // IEEE FP32 (above), and the default promises FP32 inside. Split TF32
-  // (MX_FAST_MATMUL=3xtf32, a large FP32 GEMM) does too: its GEMM goes through
-  // split_tf32_gemm, whose interface carries the bias but no aux output. The fallback
-  // computes the same pre as the Linear of the mode.
-  const bool unfused = f32 && (matmul_precision() == MatmulPrecision::kIeee ||
-                               cuda::split_tf32_pays(device, n_out, n, in));
-  // y^T and pre^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T.
-  if (in > 0 && !unfused &&
-      (f32 ? lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
-                       weight.data_ptr<float>(), x.data_ptr<float>(), y.data_ptr<float>(),
-                       epilogue, bias.defined() ? bias.data_ptr<float>() : nullptr,
-                       pre.data_ptr<float>())
-           : lt_matmul_16bit(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in, weight,
-                             x, y, epilogue, bias, pre))) {
-    return;
-  }
-  // No algorithm (n_out not a multiple of 8, a misaligned pointer, an empty sum when
-  // in = 0), IEEE FP32 or split TF32: the Linear, then GeLU, exactly the unfused ops.
-  linear_forward_cuda(x, weight, bias, pre);
-  unary(UnaryOp::kGelu, pre, y);
-}
-
 }  // namespace
 
 ZERO_REGISTER_KERNEL(linear_forward, kCuda, linear_forward_cuda);
 ZERO_REGISTER_KERNEL(linear_backward_params, kCuda, linear_backward_params_cuda);
-ZERO_REGISTER_KERNEL(linear_gelu_forward, kCuda, linear_gelu_forward_cuda);
 
 }  // namespace zero::ops

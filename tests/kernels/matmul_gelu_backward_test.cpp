@@ -1,0 +1,221 @@
+// Tests of the MLP backward's fused step, grad_pre = (grad_y @ weight) gelu'(pre)
+// (kernels/linear.cpp; on CUDA one cuBLASLt call with the DGELU epilogue,
+// cuda/gelu_epilogue.cu): against a float64 evaluation of the formula; against the
+// unfused matmul then unary_backward(kGelu), bit for bit on the CPU in every dtype and on
+// CUDA in IEEE FP32 (which does not fuse); on CUDA in the fast modes and in BF16 and F16
+// within a bound on cuBLASLt's own derivative (Note [GeLU's derivative in the GEMM's
+// epilogue]); the fallbacks (a hidden width that is not a multiple of 8) and the GPT's
+// shape.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/kernels/half_support.h"
+#include "tests/support/test_support.h"
+#include "zero/kernels/precision.h"
+#include "zero/kernels/tensor_ops.h"
+
+namespace zero {
+namespace {
+
+using testing::as;
+using testing::cpu_f32;
+using testing::empty;
+using testing::expect_error_mentions;
+using testing::kHalfTypes;
+using testing::rounded_randn;
+using testing::unit_roundoff;
+
+// grad_y [n, c], weight [c, h], pre [n, h].
+struct Shape3 {
+  int64_t n, c, h;
+};
+
+// An odd row count with a width the epilogue's aux accepts (a multiple of 8), one it
+// does not (the unfused fallback on CUDA), and the MLP of the GPT chapter's default
+// model at B*T = 512: c = 384, h = 4c.
+const Shape3 kShapes[] = {{33, 24, 40}, {7, 16, 36}, {512, 384, 1536}};
+
+std::string shape_name(const Shape3& s) {
+  return "[" + std::to_string(s.n) + ", " + std::to_string(s.c) + "] x [" +
+         std::to_string(s.c) + ", " + std::to_string(s.h) + "]";
+}
+
+struct Inputs {
+  Tensor grad_y, weight, pre;
+};
+// Rounded to `dtype` (exact in F32 too), as F32 on the CPU. pre spans GeLU's curved
+// part and its tails, where gelu' runs from about -0.13 to 1.13.
+Inputs make_inputs(const Shape3& s, DataType dtype, uint64_t seed) {
+  return {rounded_randn({s.n, s.c}, dtype, seed),
+          rounded_randn({s.c, s.h}, dtype, seed + 1, 1.0f / std::sqrt(static_cast<float>(s.c))),
+          rounded_randn({s.n, s.h}, dtype, seed + 2, 2.0f)};
+}
+Inputs on(const Inputs& in, DataType dtype, Device device) {
+  return {as(in.grad_y, dtype, device), as(in.weight, dtype, device), as(in.pre, dtype, device)};
+}
+
+Tensor fused(const Inputs& in) {
+  const Tensor out = empty(in.pre.sizes(), in.pre.dtype(), in.pre.device());
+  ops::matmul_gelu_backward(in.grad_y, in.weight, in.pre, out);
+  return out;
+}
+// The unfused kernels, into separate tensors: the product dh, and the result.
+struct Unfused {
+  Tensor dh, grad_pre;
+};
+Unfused unfused(const Inputs& in) {
+  Unfused r{empty(in.pre.sizes(), in.pre.dtype(), in.pre.device()),
+            empty(in.pre.sizes(), in.pre.dtype(), in.pre.device())};
+  ops::matmul(in.grad_y, in.weight, r.dh);
+  ops::unary_backward(ops::UnaryOp::kGelu, in.pre, in.pre, r.dh, r.grad_pre);
+  return r;
+}
+
+// d/dx of 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2 / pi), in float64.
+double gelu_grad64(double x) {
+  const double k = std::sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
+  const double t = std::tanh(u);
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+// Expects |got - want| <= rel_dh |dh| + rel |want| + atol_fraction max |dh| element by
+// element; prints the largest difference seen in units of |dh|.
+void expect_within(const Tensor& got, const Tensor& want, const Tensor& dh, double rel_dh,
+                   double rel, double atol_fraction, const std::string& what) {
+  const std::vector<float> g = cpu_f32(got).ToVector<float>(), w = cpu_f32(want).ToVector<float>();
+  const std::vector<float> d = cpu_f32(dh).ToVector<float>();
+  ASSERT_EQ(g.size(), w.size());
+  double scale = 0.0;
+  for (float v : d) scale = std::max(scale, std::fabs(double{v}));
+  double worst = 0.0;
+  int reported = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double err = std::fabs(double{g[i]} - w[i]);
+    const double tol =
+        rel_dh * std::fabs(double{d[i]}) + rel * std::fabs(double{w[i]}) + atol_fraction * scale;
+    worst = std::max(worst, err / std::max(std::fabs(double{d[i]}), 1e-3 * scale));
+    if (!(err <= tol) && reported++ < 8) {
+      ADD_FAILURE() << what << " element " << i << ": got " << g[i] << ", want " << w[i]
+                    << " for dh " << d[i] << " (error " << err << ", tolerance " << tol << ")";
+    }
+  }
+  std::printf("%s: largest |grad_pre - want| = %.3g |dh|\n", what.c_str(), worst);
+}
+
+class MatmulGeluBackwardTest : public testing::DeviceTest {};
+
+// The formula itself, in float64 from the same F32 inputs: the FP32 product's error
+// (c terms, each within 2^-24 relative, summed in some order) and gelu' in FP32.
+TEST(MatmulGeluBackwardCpuTest, IsTheProductTimesGelusDerivative) {
+  const Shape3 s = kShapes[0];
+  const Inputs in = make_inputs(s, DataType::F32, 1);
+  const std::vector<float> got = fused(in).ToVector<float>();
+  const std::vector<float> g = in.grad_y.ToVector<float>(), w = in.weight.ToVector<float>();
+  const std::vector<float> pre = in.pre.ToVector<float>();
+  for (int64_t i = 0; i < s.n; ++i) {
+    for (int64_t j = 0; j < s.h; ++j) {
+      double dh = 0.0, magnitude = 0.0;
+      for (int64_t k = 0; k < s.c; ++k) {
+        dh += double{g[i * s.c + k]} * w[k * s.h + j];
+        magnitude += std::fabs(double{g[i * s.c + k]} * w[k * s.h + j]);
+      }
+      const double d = gelu_grad64(pre[i * s.h + j]), want = dh * d;
+      const double tol = (s.c * 0x1p-24 * magnitude) * std::fabs(d) + 1e-6 * std::fabs(dh);
+      ASSERT_NEAR(got[i * s.h + j], want, tol) << "row " << i << ", column " << j;
+    }
+  }
+}
+
+// On the CPU the fused kernel is the unfused one, in every dtype.
+TEST(MatmulGeluBackwardCpuTest, IsTheUnfusedMatmulThenGeluBackwardBitForBit) {
+  for (DataType dtype : {DataType::F32, DataType::BF16, DataType::F16}) {
+    for (const Shape3& s : kShapes) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " " + shape_name(s));
+      const Inputs in = on(make_inputs(s, dtype, 2), dtype, Device::Cpu());
+      EXPECT_EQ(cpu_f32(fused(in)).ToVector<float>(),
+                cpu_f32(unfused(in).grad_pre).ToVector<float>());
+    }
+  }
+}
+
+// F32 in the default IEEE mode is exactly the unfused kernels on either device.
+TEST_P(MatmulGeluBackwardTest, IeeeF32IsTheUnfusedKernelsBitForBit) {
+  ASSERT_EQ(matmul_precision(), MatmulPrecision::kIeee);
+  for (const Shape3& s : kShapes) {
+    SCOPED_TRACE(shape_name(s));
+    const Inputs in = on(make_inputs(s, DataType::F32, 3), DataType::F32, device());
+    EXPECT_EQ(fused(in).ToVector<float>(), unfused(in).grad_pre.ToVector<float>());
+  }
+}
+
+// BF16 and F16 against the FP32 CPU result on the same rounded inputs. The unfused
+// kernels round dh before multiplying by gelu' (up to 1.13 u |dh|), then round the
+// result (u |result|); the epilogue rounds once, and its own derivative may be off by
+// a few 2^-11 (the approximate tanh), allowed as 2^-8 |dh|, far below a wrong formula.
+TEST_P(MatmulGeluBackwardTest, HalfMatchesTheFp32Result) {
+  for (DataType dtype : kHalfTypes) {
+    for (const Shape3& s : kShapes) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " " + shape_name(s));
+      const Inputs in32 = make_inputs(s, dtype, 4);
+      const Unfused want = unfused(in32);  // FP32, on the CPU
+      const Tensor got = fused(on(in32, dtype, device()));
+      ASSERT_EQ(got.dtype(), dtype);
+      const double u = unit_roundoff(dtype);
+      expect_within(got, want.grad_pre, want.dh, 1.2 * u + 0x1p-8, 1.01 * u, 1e-5,
+                    (device().is_cpu() ? "CPU " : "CUDA ") + std::string(to_string(dtype)) +
+                        " " + shape_name(s));
+    }
+  }
+}
+
+// The fast modes fuse too: against the unfused kernels of the same mode, within TF32's
+// error for TF32 compute (two cuBLAS kernels need not convert the operands alike) and
+// FP32 summation order for FP16 copies of the operands.
+TEST_P(MatmulGeluBackwardTest, FastModesMatchTheUnfusedKernelsOfTheirMode) {
+  if (device().is_cpu()) GTEST_SKIP() << "the precision modes are modes of the CUDA GEMMs";
+  if (!tf32_supported(device().index())) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80+)";
+  const std::pair<MatmulPrecision, double> modes[] = {{MatmulPrecision::kTf32, 4e-3},
+                                                      {MatmulPrecision::kFp16, 1e-5}};
+  for (const auto& [mode, bound] : modes) {
+    SCOPED_TRACE(matmul_precision_name(mode));
+    ScopedMatmulPrecision scoped(mode);
+    const Inputs in = on(make_inputs(kShapes[2], DataType::F32, 5), DataType::F32, device());
+    const Unfused want = unfused(in);
+    expect_within(fused(in), want.grad_pre, want.dh, 0x1p-8, 1e-6, 1.2 * bound,
+                  std::string("CUDA F32 ") + matmul_precision_name(mode));
+  }
+}
+
+TEST_P(MatmulGeluBackwardTest, NoRowsIsEmptyAndNoSumIsZero) {
+  const Inputs none = on(make_inputs({0, 16, 24}, DataType::F32, 6), DataType::F32, device());
+  EXPECT_EQ(fused(none).sizes(), (Shape{0, 24}));
+  const Inputs no_sum = on(make_inputs({5, 0, 24}, DataType::F32, 7), DataType::F32, device());
+  const std::vector<float> got = fused(no_sum).ToVector<float>();
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return v == 0.0f; }));
+}
+
+TEST_P(MatmulGeluBackwardTest, BadOperandsAreErrors) {
+  const Inputs in = on(make_inputs({5, 16, 24}, DataType::F32, 8), DataType::F32, device());
+  const Tensor good = empty({5, 24}, DataType::F32, device());
+  const Tensor bad_shape = empty({5, 16}, DataType::F32, device());
+  const Tensor bad_dtype = empty({5, 24}, DataType::BF16, device());
+  const Tensor wrong_weight = empty({24, 16}, DataType::F32, device());
+  auto call = [&](const Tensor& weight, const Tensor& pre, const Tensor& out) {
+    ops::matmul_gelu_backward(in.grad_y, weight, pre, out);
+  };
+  expect_error_mentions([&] { call(in.weight, in.pre, bad_shape); },
+                        {"matmul_gelu_backward", "grad_pre", "[5, 24]"});
+  expect_error_mentions([&] { call(in.weight, bad_dtype, good); },
+                        {"matmul_gelu_backward", "pre", "f32"});
+  expect_error_mentions([&] { call(wrong_weight, in.pre, good); },
+                        {"matmul_gelu_backward", "weight", "[16, 24]"});
+}
+
+ZERO_INSTANTIATE_DEVICE_TEST(MatmulGeluBackwardTest);
+
+}  // namespace
+}  // namespace zero
