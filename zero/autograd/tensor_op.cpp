@@ -35,6 +35,32 @@ Tensor edge_of(const Tensor& t) {
 
 }  // namespace
 
+// Whether `producer` recomputes `t`, one of its outputs, as it is: not a view of it
+// (a recomputation is a new contiguous tensor).
+bool TensorOp::remade_whole(const Tensor& t, const TensorOp& producer) {
+  const size_t k = static_cast<size_t>(t.impl()->output_index);
+  return producer.RecomputesOutput_(k) && k < producer.output_metas_.size() &&
+         t.is_contiguous() && t.meta().offset == 0 &&
+         t.sizes() == producer.output_metas_[k].sizes;
+}
+
+// Note [Recomputed inputs]
+// Some activations are cheap to make again and costly to keep. A LayerNorm's output is
+// read by the Linear or MLP after it, whose backward needs it for the weight gradient,
+// so kept it lives from the forward to that backward: two [B, T, C] tensors a block,
+// for the char model in FP32 300 MB, a seventh of its peak. Yet the LayerNorm keeps
+// its own input and statistics anyway for its backward, and one pass over a row remakes
+// the output. So a producer may say that it recomputes an output (RecomputesOutput_);
+// a consumer that would keep that output keeps its edge instead (as in Note [Edges
+// without values]), and RunBackward has the producer compute it again from its kept
+// inputs just before the consumer's backward, then drops it after. The producer's
+// backward always runs after its consumers', so its inputs are still there; its
+// version check runs first, so an input changed in place since the forward is an error
+// here as it would be in its own backward. The recomputation must give the same bits
+// as the forward did, which a LayerNorm's kernels do (one pass per row, no atomics).
+// This is the trade PyTorch's activation checkpointing makes for whole blocks, made for
+// one op.
+
 std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;
   {
@@ -52,9 +78,12 @@ std::vector<Tensor> TensorOp::Apply(const std::vector<Tensor>& inputs) {
   if (!any) return outputs;
   inputs_.clear();
   input_versions_.clear();
+  recomputed_.assign(inputs.size(), false);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    const bool edge = t.defined() && t.grad_fn() != nullptr && !KeepsInput_(i);
+    const TensorOp* producer = t.defined() ? t.grad_fn().get() : nullptr;
+    recomputed_[i] = producer != nullptr && KeepsInput_(i) && remade_whole(t, *producer);
+    const bool edge = producer != nullptr && (!KeepsInput_(i) || recomputed_[i]);
     inputs_.push_back(edge ? edge_of(t) : t);
     input_versions_.push_back(t.defined() && !edge ? t.node()->version() : 0);
   }
@@ -107,10 +136,21 @@ std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_output
   ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(); "
              "pass keep_graph=true to the first Backward() to run backward twice");
   CheckVersions();
+  for (size_t i = 0; i < inputs_.size(); ++i) {  // Note [Recomputed inputs]
+    if (!recomputed_[i]) continue;
+    const Tensor value = inputs_[i].grad_fn()->Recompute(inputs_[i].impl()->output_index);
+    auto impl = std::make_shared<TensorImpl>(*inputs_[i].impl());  // the edge's place
+    impl->node = value.impl()->node;
+    impl->meta = value.meta();
+    inputs_[i] = Tensor(std::move(impl));
+  }
   std::vector<Tensor> grads;
   {
     profiler::Scope scope(name(), "backward");
     grads = Backward_(grad_outputs);
+  }
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (recomputed_[i]) inputs_[i] = edge_of(inputs_[i]);  // the value goes with this backward
   }
   ZERO_ASSERT(grads.size() == inputs_.size(), name(), " returned ", grads.size(),
               " gradients for ", inputs_.size(), " inputs");
@@ -153,6 +193,16 @@ TensorOp::~TensorOp() {
     pending.pop_back();
     if (op.use_count() == 1) take_producers(op->inputs_);
   }
+}
+
+Tensor TensorOp::Recompute(size_t k) {
+  ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(), "
+             "and an op after it needs its output again; pass keep_graph=true to the first "
+             "Backward() to run backward twice");
+  CheckVersions();
+  NoGradGuard no_grad;
+  profiler::Scope scope(name(), "recompute");
+  return OpValue_(inputs_).at(k);
 }
 
 void TensorOp::Release() {

@@ -21,7 +21,8 @@ namespace zero::autograd {
 /// One recorded operation in the autograd graph.
 ///
 /// An op keeps its inputs (the graph's edges; of an input whose values its backward does
-/// not read, only the edge, `KeepsInput_`) and whatever it saved for the backward,
+/// not read, or whose producer recomputes it, only the edge: `KeepsInput_`,
+/// `RecomputesOutput_`) and whatever it saved for the backward,
 /// never its outputs (that would be a reference cycle); to reuse an output it saves
 /// `out.Detach()`, which shares the buffer without the history.
 class TensorOp : public std::enable_shared_from_this<TensorOp> {
@@ -46,7 +47,9 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// gradient back into its input's dtype (see `grad_dtype`).
   virtual bool is_cast() const { return false; }
 
-  /// Runs `Backward_` on behalf of the engine; throws if the graph was freed.
+  /// Runs `Backward_` on behalf of the engine; throws if the graph was freed. Inputs kept
+  /// as edges to a recomputing producer are computed again for it first, and dropped
+  /// after it (Note [Recomputed inputs] in tensor_op.cpp).
   std::vector<Tensor> RunBackward(const std::vector<Tensor>& grad_outputs);
   /// Frees the graph edges and saved tensors (called by the engine after use).
   void Release();
@@ -64,13 +67,23 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// false, and the graph keeps only that input's edge, so its buffer is freed as soon as
   /// nothing else holds it (Note [Edges without values] in tensor_op.cpp).
   virtual bool KeepsInput_(size_t /*i*/) const { return true; }
+  /// Whether an op that reads this op's output `k` in its backward should keep only an
+  /// edge to it and have it computed again from this op's inputs when its backward runs
+  /// (Note [Recomputed inputs] in tensor_op.cpp). The op's `OpValue_` must then give the
+  /// same bits every time.
+  virtual bool RecomputesOutput_(size_t /*k*/) const { return false; }
 
  private:
   // Throws if an input or an output changed in place since Apply (Note [Version counter]).
   void CheckVersions() const;
+  // Output k computed again from the kept inputs, for a consumer's backward.
+  Tensor Recompute(size_t k);
+  // Whether `producer` recomputes its output `t` whole (not a view of it).
+  static bool remade_whole(const Tensor& t, const TensorOp& producer);
 
   std::vector<Tensor> inputs_;
   std::vector<bool> needs_grad_;
+  std::vector<bool> recomputed_;  // inputs kept as edges and recomputed for the backward
   std::vector<TensorMeta> output_metas_;
   std::vector<uint64_t> input_versions_;  // each input's buffer version at Apply
   // Each output's buffer (not owned: an op never keeps its outputs alive) and version.

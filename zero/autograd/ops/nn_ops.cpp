@@ -22,8 +22,21 @@ std::vector<Tensor> OpLayerNorm::OpValue_(const std::vector<Tensor>& in) {
   mean_ = Tensor::Empty({rows}, f32);  // (N,)
   rstd_ = Tensor::Empty({rows}, f32);  // (N,)
   ops::layer_norm_forward(x, in[1].Contiguous(), in[2].Contiguous(), eps_, y, mean_, rstd_);
+  dtype_ = x.dtype();
   return {y};
 }
+
+// Note [Recomputing a LayerNorm]
+// A LayerNorm keeps its input x for its own backward, and the Linear or MLP after it
+// would keep its output as well: in a GPT block two [B, T, C] tensors that x and the
+// statistics already determine. In FP32 the output is not kept: the next op keeps an
+// edge and has it made again for its backward (Note [Recomputed inputs] in
+// tensor_op.cpp). That is one more pass over x a LayerNorm, about 1% of an FP32 step
+// (whose GEMMs run at a fraction of the 16-bit rate) for a seventh of the char model's
+// peak memory. A 16-bit step spends a larger share of its time in such passes and its
+// activations are half the size, so a 16-bit output is kept. layer_norm_forward is one
+// pass per row with no atomics, so the second output has the first one's bits.
+bool OpLayerNorm::RecomputesOutput_(size_t /*k*/) const { return dtype_ == DataType::F32; }
 
 std::vector<Tensor> OpLayerNorm::Backward_(const std::vector<Tensor>& grad) {
   const Tensor& x = inputs()[0];

@@ -28,9 +28,13 @@ class OpLayerNorm : public TensorOp {
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
   /// Drops mean and rstd.
   void ReleaseSaved_() override;
+  /// True for an FP32 output: the op after it keeps only an edge, and the output is made
+  /// again from x for that op's backward (Note [Recomputing a LayerNorm] in nn_ops.cpp).
+  bool RecomputesOutput_(size_t k) const override;
 
  private:
   float eps_;
+  DataType dtype_ = DataType::F32;  // x's
   Tensor mean_;  // (N,) one per row of C
   Tensor rstd_;  // (N,)
 };
