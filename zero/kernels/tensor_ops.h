@@ -265,11 +265,11 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 /// The backward's step through the MLP's second Linear and its GeLU: `grad_pre[N, H] =
 /// (grad_y[N, C] @ weight[C, H]) * gelu'(pre[N, H])`, `weight` the second Linear's
 /// [out = C, in = H] and `pre` what `linear_gelu_forward` stored. On the CPU this is
-/// exactly `matmul` then `unary_backward(kGelu)`. On CUDA it is one cuBLASLt call whose
-/// epilogue applies the derivative (Note [GeLU's derivative in the GEMM's epilogue] in
-/// cuda/gelu_epilogue.cu), except in IEEE FP32, which runs the two kernels; the fused
-/// derivative can differ from `unary_backward`'s by cuBLASLt's evaluation of it, and a
-/// 16-bit `grad_pre` is rounded from FP32 once. All four share one dtype (F32, BF16 or
+/// exactly `matmul` then `unary_backward(kGelu)`, as on CUDA for F32 in every precision
+/// mode. For BF16 and F16 CUDA makes one cuBLASLt call whose epilogue applies the
+/// derivative (Note [GeLU's derivative in the GEMM's epilogue] in
+/// cuda/gelu_epilogue.cu): its derivative can differ from `unary_backward`'s by
+/// cuBLASLt's evaluation of it, and `grad_pre` is rounded from FP32 once. All four share one dtype (F32, BF16 or
 /// F16); `grad_pre` must not overlap the inputs.
 void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
                           const Tensor& grad_pre);

@@ -1,9 +1,9 @@
 // The GeLU of a GPT's MLP inside cuBLASLt's GEMMs: the forward's Linear + GeLU as one
 // call (CUBLASLT_EPILOGUE_GELU_AUX_BIAS), and the backward's input gradient of the
-// second Linear times GeLU's derivative as one call (CUBLASLT_EPILOGUE_DGELU). Each
-// saves an element-wise pass over the [N, 4C] hidden layer. Both fall back on the
-// unfused kernels, which are also what IEEE FP32 runs (the epilogues' GeLU is not IEEE
-// FP32). The cuBLASLt calls themselves are blas_lt.cu's (blas_common.cuh).
+// second Linear times GeLU's derivative as one call (CUBLASLT_EPILOGUE_DGELU, 16-bit
+// operands only). Each saves an element-wise pass over the [N, 4C] hidden layer. Both
+// fall back on the unfused kernels, which are also what IEEE FP32 runs (the epilogues'
+// GeLU is not IEEE FP32). The cuBLASLt calls themselves are blas_lt.cu's (blas_common.cuh).
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/split_tf32.cuh"
@@ -78,28 +78,25 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
 // round dh first. As for the forward, cuBLASLt's formula for the derivative is not
 // documented (the tanh approximation's, evaluated with the hardware's approximate
 // tanh): matmul_gelu_backward_test bounds how far it lands from unary_backward(kGelu)
-// and prints the largest difference it saw. IEEE FP32 does not fuse.
+// and prints the largest difference it saw.
+// Only 16-bit operands fuse. IEEE FP32 cannot (the epilogue is not IEEE FP32), and with
+// TF32 operands fused the TF32 training steps came out slower, not faster, on the H200
+// (docs/speed_notes.md, item 38).
 void matmul_gelu_backward_cuda(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
                                const Tensor& grad_pre) {
   cuda::set_device(grad_pre);
   const int64_t n = grad_y.size(0), k = grad_y.size(1), h = weight.size(1);
   if (grad_pre.numel() == 0) return;
   const int device = grad_pre.device().index();
-  const bool f32 = grad_y.dtype() == DataType::F32;
   // grad_pre^T (h x n, column-major) = W^T (W stored k x h: h x k column-major) g^T
   // (k x n), then times gelu'(pre^T), pre^T being h x n column-major as well.
-  if (k > 0 && !(f32 && fp32_unfused(device, h, n, k)) &&
-      (f32 ? cuda::lt_matmul(device, /*trans_a=*/false, /*trans_b=*/false, h, n, k,
-                             weight.data_ptr<float>(), grad_y.data_ptr<float>(),
-                             grad_pre.data_ptr<float>(), CUBLASLT_EPILOGUE_DGELU, nullptr,
-                             pre.data_ptr<float>())
-           : cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/false, h, n, k,
-                                   weight, grad_y, grad_pre, CUBLASLT_EPILOGUE_DGELU, Tensor(),
-                                   pre))) {
+  if (k > 0 && grad_y.dtype() != DataType::F32 &&
+      cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/false, h, n, k, weight,
+                            grad_y, grad_pre, CUBLASLT_EPILOGUE_DGELU, Tensor(), pre)) {
     return;
   }
-  // No algorithm (h not a multiple of 8, a misaligned pointer, k = 0), IEEE FP32 or
-  // split TF32: the unfused kernels, GeLU's derivative in place over dh.
+  // FP32, or no algorithm (h not a multiple of 8, a misaligned pointer, k = 0): the
+  // unfused kernels, GeLU's derivative in place over dh.
   matmul(grad_y, weight, grad_pre);
   unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
 }
