@@ -30,7 +30,7 @@ using testing::unit_roundoff;
 
 // grad_y [n, c], weight [c, h], pre [n, h].
 struct Shape3 {
-  int64_t n, c, h;
+  int64_t n, c, hidden;
 };
 
 // An odd row count with a width the epilogue's aux accepts (a multiple of 8), one it
@@ -40,7 +40,7 @@ const Shape3 kShapes[] = {{33, 24, 40}, {7, 16, 36}, {512, 384, 1536}};
 
 std::string shape_name(const Shape3& s) {
   return "[" + std::to_string(s.n) + ", " + std::to_string(s.c) + "] x [" +
-         std::to_string(s.c) + ", " + std::to_string(s.h) + "]";
+         std::to_string(s.c) + ", " + std::to_string(s.hidden) + "]";
 }
 
 struct Inputs {
@@ -50,8 +50,9 @@ struct Inputs {
 // part and its tails, where gelu' runs from about -0.13 to 1.13.
 Inputs make_inputs(const Shape3& s, DataType dtype, uint64_t seed) {
   return {rounded_randn({s.n, s.c}, dtype, seed),
-          rounded_randn({s.c, s.h}, dtype, seed + 1, 1.0f / std::sqrt(static_cast<float>(s.c))),
-          rounded_randn({s.n, s.h}, dtype, seed + 2, 2.0f)};
+          rounded_randn({s.c, s.hidden}, dtype, seed + 1,
+                        1.0f / std::sqrt(static_cast<float>(s.c))),
+          rounded_randn({s.n, s.hidden}, dtype, seed + 2, 2.0f)};
 }
 Inputs on(const Inputs& in, DataType dtype, Device device) {
   return {as(in.grad_y, dtype, device), as(in.weight, dtype, device), as(in.pre, dtype, device)};
@@ -116,15 +117,15 @@ TEST(MatmulGeluBackwardCpuTest, IsTheProductTimesGelusDerivative) {
   const std::vector<float> g = in.grad_y.ToVector<float>(), w = in.weight.ToVector<float>();
   const std::vector<float> pre = in.pre.ToVector<float>();
   for (int64_t i = 0; i < s.n; ++i) {
-    for (int64_t j = 0; j < s.h; ++j) {
+    for (int64_t j = 0; j < s.hidden; ++j) {
       double dh = 0.0, magnitude = 0.0;
       for (int64_t k = 0; k < s.c; ++k) {
-        dh += double{g[i * s.c + k]} * w[k * s.h + j];
-        magnitude += std::fabs(double{g[i * s.c + k]} * w[k * s.h + j]);
+        dh += double{g[i * s.c + k]} * w[k * s.hidden + j];
+        magnitude += std::fabs(double{g[i * s.c + k]} * w[k * s.hidden + j]);
       }
-      const double d = gelu_grad64(pre[i * s.h + j]), want = dh * d;
+      const double d = gelu_grad64(pre[i * s.hidden + j]), want = dh * d;
       const double tol = (s.c * 0x1p-24 * magnitude) * std::fabs(d) + 1e-6 * std::fabs(dh);
-      ASSERT_NEAR(got[i * s.h + j], want, tol) << "row " << i << ", column " << j;
+      ASSERT_NEAR(got[i * s.hidden + j], want, tol) << "row " << i << ", column " << j;
     }
   }
 }

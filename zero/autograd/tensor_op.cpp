@@ -48,7 +48,7 @@ bool TensorOp::remade_whole(const Tensor& t, const TensorOp& producer) {
 // Some activations are cheap to make again and costly to keep. A LayerNorm's output is
 // read by the Linear or MLP after it, whose backward needs it for the weight gradient,
 // so kept it lives from the forward to that backward: two [B, T, C] tensors a block,
-// for the char model in FP32 300 MB, a seventh of its peak. Yet the LayerNorm keeps
+// for the char model in FP32 300 MB, an eighth of its peak. Yet the LayerNorm keeps
 // its own input and statistics anyway for its backward, and one pass over a row remakes
 // the output. So a producer may say that it recomputes an output (RecomputesOutput_);
 // a consumer that would keep that output keeps its edge instead (as in Note [Edges

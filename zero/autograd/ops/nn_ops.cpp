@@ -32,7 +32,7 @@ std::vector<Tensor> OpLayerNorm::OpValue_(const std::vector<Tensor>& in) {
 // statistics already determine. In FP32 the output is not kept: the next op keeps an
 // edge and has it made again for its backward (Note [Recomputed inputs] in
 // tensor_op.cpp). That is one more pass over x a LayerNorm, about 1% of an FP32 step
-// (whose GEMMs run at a fraction of the 16-bit rate) for a seventh of the char model's
+// (whose GEMMs run at a fraction of the 16-bit rate) for an eighth of the char model's
 // peak memory. A 16-bit step spends a larger share of its time in such passes and its
 // activations are half the size, so a 16-bit output is kept. layer_norm_forward is one
 // pass per row with no atomics, so the second output has the first one's bits.
