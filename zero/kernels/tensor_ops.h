@@ -269,8 +269,8 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 /// mode. For BF16 and F16 CUDA makes one cuBLASLt call whose epilogue applies the
 /// derivative (Note [GeLU's derivative in the GEMM's epilogue] in
 /// cuda/gelu_epilogue.cu): its derivative can differ from `unary_backward`'s by
-/// cuBLASLt's evaluation of it, and `grad_pre` is rounded from FP32 once. All four share one dtype (F32, BF16 or
-/// F16); `grad_pre` must not overlap the inputs.
+/// cuBLASLt's evaluation of it, and `grad_pre` is rounded from FP32 once. All four share
+/// one dtype (F32, BF16 or F16); `grad_pre` must not overlap the inputs.
 void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
                           const Tensor& grad_pre);
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
