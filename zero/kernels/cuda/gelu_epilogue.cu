@@ -14,12 +14,6 @@
 namespace zero::ops {
 namespace {
 
-// FP32 operands run the unfused kernels in IEEE mode and when split TF32 takes the
-// GEMM (its interface has no aux matrix); 16-bit operands always try the epilogue.
-bool fp32_unfused(int device, int64_t m, int64_t n, int64_t k) {
-  return matmul_precision() == MatmulPrecision::kIeee || cuda::split_tf32_pays(device, m, n, k);
-}
-
 // Note [GeLU in the GEMM's epilogue]
 // A GPT's MLP applies GeLU to the output of c_fc. Unfused, that output (pre) is written
 // by the GEMM, read back by the GeLU kernel and written again as y. The epilogue
@@ -48,9 +42,12 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
   const cublasLtEpilogue_t epilogue =
       bias.defined() ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
   // FP32 in the default IEEE mode runs the unfused ops: the epilogue's GeLU is not
-  // IEEE FP32 (above), and the default promises FP32 inside. The fallback computes the
-  // same pre as the Linear of the mode.
-  const bool unfused = f32 && fp32_unfused(device, n_out, n, in);
+  // IEEE FP32 (above), and the default promises FP32 inside. Split TF32
+  // (MX_FAST_MATMUL=3xtf32, a large FP32 GEMM) does too: its GEMM goes through
+  // split_tf32_gemm, whose interface carries the bias but no aux output. The fallback
+  // computes the same pre as the Linear of the mode.
+  const bool unfused = f32 && (matmul_precision() == MatmulPrecision::kIeee ||
+                               cuda::split_tf32_pays(device, n_out, n, in));
   // y^T and pre^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T.
   if (in > 0 && !unfused &&
       (f32 ? cuda::lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
