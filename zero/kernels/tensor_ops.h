@@ -45,7 +45,7 @@ inline void div(const Tensor& a, const Tensor& b, const Tensor& out) { binary(Bi
 /// `out = f(x)`, same shape.
 void unary(UnaryOp op, const Tensor& x, const Tensor& out);
 /// `grad_x = grad_y * f'(x)`; `y = f(x)` is passed so exp, sqrt and tanh reuse it.
-/// `grad_x` may be `grad_y` itself (each element is read before it is written).
+/// grad_x may be grad_y itself: each element is read before it is written.
 void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                     const Tensor& grad_x);
 /// @}
@@ -262,14 +262,15 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
 /// than from the rounded one. Dtypes as in `linear_forward`; `y` and `pre` share x's.
 void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                          const Tensor& y, const Tensor& pre);
-/// The backward's step through the MLP's second Linear and its GeLU: `grad_pre[N, H] =
-/// (grad_y[N, C] @ weight[C, H]) * gelu'(pre[N, H])`, `weight` the second Linear's
-/// [out = C, in = H] and `pre` what `linear_gelu_forward` stored. On the CPU this is
-/// exactly `matmul` then `unary_backward(kGelu)`, as on CUDA for F32 in every precision
-/// mode. For BF16 and F16 CUDA makes one cuBLASLt call whose epilogue applies the
-/// derivative (Note [GeLU's derivative in the GEMM's epilogue] in
-/// cuda/gelu_epilogue.cu): its derivative can differ from `unary_backward`'s by
-/// cuBLASLt's evaluation of it, and `grad_pre` is rounded from FP32 once. All four share
+/// The backward's step through the MLP's second Linear and its GeLU:
+/// `grad_pre[N, H] = (grad_y[N, C] @ weight[C, H]) * dgelu(pre[N, H])`, dgelu being
+/// GeLU's derivative, `weight` the second Linear's [out = C, in = H] and `pre` what
+/// `linear_gelu_forward` stored. On the CPU this is exactly `matmul` then
+/// `unary_backward(kGelu)`, as on CUDA for F32 in every precision mode. For BF16 and F16
+/// CUDA makes one cuBLASLt call whose epilogue applies the derivative (Note [GeLU's
+/// derivative in the GEMM's epilogue] in cuda/gelu_epilogue.cu): that derivative can
+/// differ from the one of `unary_backward` by cuBLASLt's evaluation of it, and
+/// `grad_pre` is rounded from FP32 once. All four share
 /// one dtype (F32, BF16 or F16); `grad_pre` must not overlap the inputs.
 void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
                           const Tensor& grad_pre);
