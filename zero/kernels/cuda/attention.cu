@@ -36,7 +36,7 @@ constexpr int kForwardTiles = kQueryInRegisters<kD> ? 4 : 5;
 template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_forward_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Dst<kA> out, float* lse, int H, int Tq, int Tk, int D,
-    float scale, bool causal, bool vectors, AttentionDropout drop) {
+    float score_scale, bool causal, bool vectors, AttentionDropout drop) {
   using E = Element<kA>;
   E* const smem = shared_tiles<E>();
   // The key tiles ks(0), ks(1) and the value tiles vs(0), vs(1): one of each pair in
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
     next_key_tiles<kD>(ks(buf ^ 1), vs(buf ^ 1), kp, k.row, vp, v.row, k0 + kTile, k_end, Tk,
                        D, vectors);
     __syncthreads();
-    float s[kSteps][4] = {};  // 16 x 64 scores: keys k0 + 8j.. in s[j]
+    float s[kSteps][4] = {};  // 16 x 64 raw scores q . k: keys k0 + 8j.. in s[j]
 #pragma unroll
     for (int kk = 0; kk < kD; kk += kK<kA>) {
       Operand<kA, 4> fa;
@@ -104,18 +104,16 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
         }
         fa = operand<kA>(a);
       }
-#pragma unroll
-      for (int j = 0; j < kSteps; ++j) {
-        mma<kA>(s[j], fa, b_cols_operand<kD, kA>(ks(buf), 8 * j, kk));
-      }
+      times_rows<kD, kA>(s, fa, ks(buf), kk);
     }
     // Online softmax of the thread's two rows (s[j][e] is row rows[e / 2]); the other
     // 48 columns of a row are held by the 3 other threads of its quad (Note [Online
     // softmax in registers]). Then O += P V, P's accumulator used as the A operand as it
     // is (Note [Tensor-Core fragments]).
     float m_use[2], alpha[2];
-    softmax_max_step<kA>(s, m, m_use, alpha, rows, k0, Tq, Tk, causal, scale);
-    softmax_sum_step<kA>(s, l, m_use, alpha, rows, k0, bh, drop);
+    softmax_max_step<kA>(s, m, m_use, alpha, rows, k0, Tq, Tk, causal,
+                         tile_masked(q0, k0, Tq, Tk, causal), score_scale);
+    softmax_sum_step<kA>(s, l, m_use, alpha, rows, k0, bh, score_scale, drop);
     softmax_rescale<kD>(o, alpha);
     times_tile<kD, kA>(o, s, vs(buf));
     __syncthreads();  // every warp is done with ks(buf), vs(buf): the next load may reuse them
@@ -131,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA>)) attention_
   }
   if (t == 0) {
     for (int x = 0; x < 2; ++x) {
-      if (rows[x] < Tq) lse[bh * Tq + rows[x]] = m[x] + logf(l[x]);
+      if (rows[x] < Tq) lse[bh * Tq + rows[x]] = natural_lse<kA>(m[x], l[x]);
     }
   }
 }
@@ -153,8 +151,8 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   using E = Element<kA>;
   attention_forward_kernel<kD, kA><<<grid, kThreads, smem, cuda::current_stream()>>>(
       in_view<E>(q), in_view<E>(k), in_view<E>(v), out_view<E>(out), lse.data_ptr<float>(), H,
-      Tq, Tk, D, 1.0f / std::sqrt(static_cast<float>(D)), causal, vectors_ok(D, {&q, &k, &v}),
-      drop);
+      Tq, Tk, D, exponent_scale<kA>(1.0f / std::sqrt(static_cast<float>(D))), causal,
+      vectors_ok(D, {&q, &k, &v}), drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 

@@ -37,10 +37,14 @@ using namespace cuda::flash;
 // those (the owned operands are loaded in pair order, Note [Attention dropout squares])
 // and, of a 16 x 64 score tile, columns 8j + 2t and 8j + 2t + 1 in s[j].
 
-// delta[row] = sum_d dO[row][d] * O[row][d] for row = bh * Tq + i, one warp per row.
-template <typename E>
+// The two numbers the dK, dV kernel needs of each query row = bh * Tq + i, one warp per
+// row: stats[row] = {lse[row] as an exponent of kA's base (Note [Exponentials in base
+// 2]), delta = sum_d dO[row][d] * O[row][d]}. Side by side, a query tile's 64 pairs are
+// copied with cp.async like its rows.
+template <Arith kA, typename E = Element<kA>>
 __global__ void attention_delta_kernel(HeadView<const E> grad_out, HeadView<const E> out,
-                                       float* delta, int64_t rows, int H, int Tq, int D) {
+                                       const float* lse, float2* stats, int64_t rows, int H,
+                                       int Tq, int D) {
   const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= rows) return;
   const int64_t bh = row / Tq, i = row % Tq;
@@ -51,7 +55,7 @@ __global__ void attention_delta_kernel(HeadView<const E> grad_out, HeadView<cons
     s += static_cast<float>(grad_row[d]) * static_cast<float>(out_row[d]);
   }
   s = cuda::warp_sum(s);
-  if (threadIdx.x % 32 == 0) delta[row] = s;
+  if (threadIdx.x % 32 == 0) stats[row] = make_float2(exponent_of_lse<kA>(lse[row]), s);
 }
 
 // s[j] += A B^T and d[j] += C D^T for a warp's 16 rows r0.. of shared tiles A and C
@@ -62,12 +66,43 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const E* a, c
                            const E* c, const E* dd, int r0) {
 #pragma unroll
   for (int kk = 0; kk < kD; kk += kK<kA>) {
-    const Operand<kA, 4> ta = a_rows_operand<kD, kA>(a, r0, kk);
-    const Operand<kA, 4> tc = a_rows_operand<kD, kA>(c, r0, kk);
+    times_rows<kD, kA>(s, a_rows_operand<kD, kA>(a, r0, kk), b, kk);
+    times_rows<kD, kA>(d, a_rows_operand<kD, kA>(c, r0, kk), dd, kk);
+  }
+}
+
+// The warp's S^T and dP^T of one query tile become Z^T = P^T F and dS^T = P^T (dP^T F -
+// delta), in place: P^T = exp_of(S^T score_scale - lse), `stats` holding each query's
+// lse, an exponent of kA's base, and delta
+// (Note [Exponentials in base 2]), 0 where the causal mask or the ends hide the score
+// (kMasked: only for the tiles that have such scores, `tile_masked`), F the dropout
+// factors (kDropping). Thread (g, t) holds keys k0 + r0 + 2g + e / 2 against queries
+// q0 + 8j + 2t + e % 2 in [j][e].
+template <Arith kA, bool kMasked, bool kDropping>
+__device__ inline void backward_probabilities(float st[kSteps][4], float dpt[kSteps][4],
+                                              const float2* stats, int q0,
+                                              int k0, int r0, int64_t bh, int Tq, int Tk,
+                                              bool causal, float score_scale,
+                                              const AttentionDropout& drop) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
 #pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-      mma<kA>(s[j], ta, b_cols_operand<kD, kA>(b, 8 * j, kk));
-      mma<kA>(d[j], tc, b_cols_operand<kD, kA>(dd, 8 * j, kk));
+  for (int j = 0; j < kSteps; ++j) {
+    float f[4] = {1.0f, 1.0f, 1.0f, 1.0f};  // the thread's square: f[2 (i % 2) + key % 2]
+    if constexpr (kDropping) drop.square(bh, (q0 + 8 * j) / 2 + t, (k0 + r0) / 2 + g, f);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = k0 + r0 + 2 * g + e / 2, c = 8 * j + 2 * t + e % 2;
+      const float2 row = stats[c];  // {lse, delta} of query q0 + c
+      float p = exp_of<kA>(fmaf(st[j][e], score_scale, -row.x));
+      if constexpr (kMasked) p = visible(q0 + c, key, Tq, Tk, causal) ? p : 0.0f;
+      if constexpr (kDropping) {
+        const float fe = f[2 * (e % 2) + e / 2];
+        st[j][e] = p * fe;                              // Z^T
+        dpt[j][e] = p * (dpt[j][e] * fe - row.y);  // dS^T
+      } else {
+        st[j][e] = p;
+        dpt[j][e] = p * (dpt[j][e] - row.y);
+      }
     }
   }
 }
@@ -166,51 +201,54 @@ __global__ void attention_dq_store_kernel(const float* dq_sum, HeadView<E> grad_
 }
 
 // Blocks of the dK, dV kernel an SM holds at once, which caps its registers at 65536 /
-// (128 x blocks). Uncapped, ptxas takes 255 a thread and two blocks fit; the 16-bit
-// products' operands leave room for three (170 registers): 0.425 -> 0.381 ms on GPT-2's
-// shape (docs/speed_notes.md, item 36). The FP32 modes' operands need more.
+// (128 x blocks). Three blocks (170 registers) were faster for the 16-bit products when
+// the kernel had more instructions to hide (0.425 -> 0.381 ms on GPT-2's shape,
+// docs/speed_notes.md, item 36); with the leaner tile step of item 40 the spills that
+// cap forced cost more than the third block gave (0.322 against 0.307 ms), so every
+// instance runs two blocks of 255 registers.
 template <int kD, Arith kA>
-constexpr int kBackwardBlocks = kSixteenBit<kA> ? 3 : 2;
+constexpr int kBackwardBlocks = 2;
 
 template <int kD, Arith kA>
 __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention_backward_dkdv_kernel(
-    Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float* lse, const float* delta,
+    Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float2* stats,
     Dst<kA> grad_k, Dst<kA> grad_v, float* dq_sum, int H, int Tq, int Tk, int D, float scale,
-    bool causal, bool vectors, AttentionDropout drop) {
+    float score_scale, bool causal, bool vectors, AttentionDropout drop) {
   using E = Element<kA>;
   E* const smem = shared_tiles<E>();
-  // ks, vs (64, kLd) resident; then two sets of qs, dos (64, kLd) and lse, delta (64
-  // floats) for the query tiles: one in use, the other loading; at D = 32, the dS tile.
+  // ks, vs (64, kLd) resident; then two sets of qs, dos (64, kLd) and the rows' stats
+  // (64 float2) for the query tiles: one in use, the other loading; at D = 32, the dS
+  // tile.
   constexpr int kSize = kTile * kLd<kD, E>;
   E* ks = smem;
   E* vs = smem + kSize;
   const auto qs = [&](int b) { return smem + (2 + b) * kSize; };
   const auto dos = [&](int b) { return smem + (4 + b) * kSize; };
   float* const vectors_s = reinterpret_cast<float*>(smem + 6 * kSize);
-  const auto lse_s = [&](int b) { return vectors_s + b * 2 * kTile; };
-  const auto delta_s = [&](int b) { return vectors_s + b * 2 * kTile + kTile; };
+  const auto stats_s = [&](int b) { return reinterpret_cast<float2*>(vectors_s) + b * kTile; };
   const auto ds_tile = [&](int b) {
     return kD >= 64 ? dos(b) : reinterpret_cast<E*>(vectors_s + 4 * kTile);
   };
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const auto* qp = q.slice(bh, H);
   const auto* gp = grad_out.slice(bh, H);
-  lse += bh * Tq, delta += bh * Tq, dq_sum += bh * Tq * kD;
+  stats += bh * Tq, dq_sum += bh * Tq * kD;
   // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask. The
   // start is rounded down to an even row: the dropout factors come in squares of two
   // queries by two keys (Note [Attention dropout]), read below as pairs from q0, and an
   // odd q0 would pair each row with the wrong neighbour. The extra row is masked.
   const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) & ~1 : 0;
-  // Loads query tile q0 into buffer b: Q and dO rows, and their lse and delta.
+  // Starts loading query tile q0 into buffer b: Q and dO rows, and their stats.
   const auto load_queries = [&](int q0, int b) {
     load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, vectors, false);
     load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, vectors, false);
     if (threadIdx.x < kTile) {
       const int i = q0 + threadIdx.x;
-      lse_s(b)[threadIdx.x] = i < Tq ? lse[i] : 0.0f;
-      delta_s(b)[threadIdx.x] = i < Tq ? delta[i] : 0.0f;
+      const unsigned to = shared_address(stats_s(b) + threadIdx.x);
+      // As in load_tile: a source size of 0 fills the 8 bytes with zeros.
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(to),
+                   "l"(stats + (i < Tq ? i : 0)), "r"(i < Tq ? 8 : 0));
     }
   };
   load_tile<kD>(ks, k.slice(bh, H), k.row, k0, Tk, D, vectors, true);
@@ -225,21 +263,22 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
     __syncthreads();
     float st[kSteps][4] = {}, dpt[kSteps][4] = {};  // S^T = K Q^T, dP^T = V dO^T
     two_scores<kD, kA>(st, dpt, ks, qs(buf), vs, dos(buf), r0);
-    const float* lse_b = lse_s(buf);
-    const float* delta_b = delta_s(buf);
-#pragma unroll
-    for (int j = 0; j < kSteps; ++j) {
-      float f[4];  // the dropout factors of the thread's square: f[2 (i % 2) + key % 2]
-      drop.square(bh, (q0 + 8 * j) / 2 + t, (k0 + r0) / 2 + g, f);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + r0 + 2 * g + e / 2, c = 8 * j + 2 * t + e % 2, i = q0 + c;
-        const bool seen = visible(i, key, Tq, Tk, causal);
-        const float p = seen ? exp_of<kA>(st[j][e] * scale - lse_b[c]) : 0.0f;
-        const float fe = f[2 * (e % 2) + e / 2];
-        st[j][e] = p * fe;                                // Z^T
-        dpt[j][e] = p * (dpt[j][e] * fe - delta_b[c]);    // dS^T
-      }
+    const bool masked = tile_masked(q0, k0, Tq, Tk, causal);
+    const auto probabilities = [&](auto kMasked, auto kDropping) {
+      backward_probabilities<kA, decltype(kMasked)::value, decltype(kDropping)::value>(
+          st, dpt, stats_s(buf), q0, k0, r0, bh, Tq, Tk, causal, score_scale, drop);
+    };
+    using Yes = std::true_type;
+    using No = std::false_type;
+    // Three instances, not four: with dropout every tile takes the masked one, which
+    // spills less than a fourth instance would make it (bf16, D = 64: 0.204 against
+    // 0.210 ms for the char model's backward).
+    if (drop.p != 0.0f) {
+      probabilities(Yes{}, Yes{});
+    } else if (masked) {
+      probabilities(Yes{}, No{});
+    } else {
+      probabilities(No{}, No{});
     }
     times_tile<kD, kA>(dv, st, dos(buf));   // dV += Z^T dO
     times_tile<kD, kA>(dk, dpt, qs(buf));   // dK += dS^T Q
@@ -270,12 +309,13 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   const int D = static_cast<int>(q.size(3));
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   using E = Element<kA>;
-  Tensor delta = Tensor::Empty({bh * Tq}, lse.options());  // (B * H * Tq)
+  Tensor stats = Tensor::Empty({bh * Tq, 2}, lse.options());  // (B * H * Tq, {lse, delta})
+  float2* const stats_p = reinterpret_cast<float2*>(stats.data_ptr<float>());
   if (bh * Tq > 0) {
     constexpr int kRowsPerBlock = kThreads / 32;
     const unsigned blocks = static_cast<unsigned>((bh * Tq + kRowsPerBlock - 1) / kRowsPerBlock);
-    attention_delta_kernel<<<blocks, kThreads, 0, cuda::current_stream()>>>(
-        in_view<E>(grad_out), in_view<E>(out), delta.data_ptr<float>(), bh * Tq, H, Tq, D);
+    attention_delta_kernel<kA><<<blocks, kThreads, 0, cuda::current_stream()>>>(
+        in_view<E>(grad_out), in_view<E>(out), lse.data_ptr<float>(), stats_p, bh * Tq, H, Tq, D);
     ZERO_CUDA_LAUNCH_CHECK();
   }
   const bool vectors = vectors_ok(D, {&q, &k, &v, &grad_out});
@@ -288,9 +328,9 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   attention_backward_dkdv_kernel<kD, kA>
       <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
           in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
-          lse.data_ptr<float>(), delta.data_ptr<float>(), out_view<E>(grad_k),
-          out_view<E>(grad_v), dq_sum.data_ptr<float>(), H, Tq, Tk, D, scale, causal, vectors,
-          drop);
+          stats_p, out_view<E>(grad_k),
+          out_view<E>(grad_v), dq_sum.data_ptr<float>(), H, Tq, Tk, D, scale,
+          exponent_scale<kA>(scale), causal, vectors, drop);
   ZERO_CUDA_LAUNCH_CHECK();
   if (Tq == 0) return;
   const int64_t elements = bh * Tq * D;

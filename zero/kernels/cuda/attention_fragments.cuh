@@ -60,23 +60,56 @@ __device__ inline uint32_t pair_at(const E* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
+// The shared-memory address of p, as ldmatrix takes it.
+template <typename E>
+__device__ inline unsigned shared_address(const E* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ldmatrix: the warp reads four (x4) or two (x2) 8 x 8 blocks of 16-bit values, lane l
+// giving the address of row l % 8 of block l / 8 (each row 16 contiguous bytes); register
+// r[b] of thread (g, t) gets row g, columns 2t and 2t + 1 of block b: the fragments of
+// Note [16-bit fragments], one instruction where 32-bit loads take four or two.
+__device__ inline void ldmatrix_x4(uint32_t r[4], unsigned at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(at));
+}
+__device__ inline void ldmatrix_x2(uint32_t r[2], unsigned at) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(at));
+}
+
 // The A operand (16 x 16) of rows [r0, r0 + 16), columns [k0, k0 + 16) of a 16-bit tile
-// (Note [16-bit fragments]).
+// (Note [16-bit fragments]): blocks (rows r0.., columns k0..), (r0 + 8.., k0..),
+// (r0.., k0 + 8..), (r0 + 8.., k0 + 8..), so lane l reads row r0 + l % 16 at column
+// k0 + 8 (l / 16).
 template <int kD, typename E>
 __device__ inline Packed16<4> a_rows16(const E* tile, int r0, int k0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const E* p = tile + (r0 + g) * kLd<kD, E> + k0 + 2 * t;
-  return {{pair_at(p), pair_at(p + 8 * kLd<kD, E>), pair_at(p + 8),
-           pair_at(p + 8 * kLd<kD, E> + 8)}};
+  const int lane = threadIdx.x % 32;
+  Packed16<4> a;
+  ldmatrix_x4(a.r, shared_address(tile + (r0 + lane % 16) * kLd<kD, E> + k0 + lane / 16 * 8));
+  return a;
 }
 
 // The B operand (16 x 8) B(k, n) = M[n0 + n][k0 + k] of a 16-bit tile M: its rows read
-// as columns, as K is in S = Q K^T.
+// as columns, as K is in S = Q K^T. Blocks (rows n0.., columns k0..) and (n0.., k0 + 8..).
 template <int kD, typename E>
 __device__ inline Packed16<2> b_cols16(const E* tile, int n0, int k0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const E* p = tile + (n0 + g) * kLd<kD, E> + k0 + 2 * t;
-  return {{pair_at(p), pair_at(p + 8)}};
+  const int lane = threadIdx.x % 16;  // lanes 16.. give addresses that x2 ignores
+  Packed16<2> b;
+  ldmatrix_x2(b.r, shared_address(tile + (n0 + lane % 8) * kLd<kD, E> + k0 + lane / 8 * 8));
+  return b;
+}
+
+// b_cols16 for two neighbouring column tiles at once: b[0..1] is B for rows n0.. of M,
+// b[2..3] for rows n0 + 8.., from one ldmatrix.x4.
+template <int kD, typename E>
+__device__ inline void b_cols16_pair(uint32_t b[4], const E* tile, int n0, int k0) {
+  const int lane = threadIdx.x % 32;
+  const int row = n0 + lane % 8 + lane / 16 * 8, col = k0 + lane / 8 % 2 * 8;
+  ldmatrix_x4(b, shared_address(tile + row * kLd<kD, E> + col));
 }
 
 // The B operands (16 x 8) B(k, n) = M[k0 + k][n0 + n] and M[k0 + k][n0 + 8 + n] of a
@@ -87,7 +120,7 @@ template <int kD, typename E>
 __device__ inline void b_rows16(uint32_t b[4], const E* tile, int k0, int n0) {
   const int lane = threadIdx.x % 32;
   const E* p = tile + (k0 + lane % 16) * kLd<kD, E> + n0 + lane / 16 * 8;
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  const unsigned at = shared_address(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                : "r"(at));
@@ -163,6 +196,27 @@ __device__ inline Operand<kA, 2> b_rows_operand(const float* tile, int k0, int n
     float b[2];
     b_rows<kD>(b, tile, k0, n0);
     return operand<kA>(b);
+  }
+}
+
+// s[j] += A B_j for the 8 column tiles j of a 64-row shared tile M, B_j(k, n) =
+// M[8j + n][k0 + k]: a warp's 16 x 64 scores against M's rows (K in the forward's S =
+// Q K^T, Q and dO in the backward's S^T and dP^T), over columns k0 .. k0 + kK. On
+// 16-bit tiles one ldmatrix.x4 gives two column tiles.
+template <int kD, Arith kA, typename E>
+__device__ inline void times_rows(float s[kSteps][4], const Operand<kA, 4>& a, const E* tile,
+                                  int k0) {
+  if constexpr (kSixteenBit<kA>) {
+#pragma unroll
+    for (int j = 0; j < kSteps; j += 2) {
+      uint32_t b[4];
+      b_cols16_pair<kD>(b, tile, 8 * j, k0);
+      mma_16bit<kA == Arith::kBf16>(s[j], a.r, b);
+      mma_16bit<kA == Arith::kBf16>(s[j + 1], a.r, b + 2);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) mma<kA>(s[j], a, b_cols_operand<kD, kA>(tile, 8 * j, k0));
   }
 }
 

@@ -18,8 +18,9 @@
 // __shfl_xor_sync steps across the quad (lanes 1 and 2 apart). Masked scores are -inf
 // and get probability 0. Every real row sees key 0, but the padding rows of the last
 // query tile (past Tq) see no key at all and keep m = -inf; their exponents subtract 0
-// instead (`m_use`), so exp(-inf - -inf) never makes a NaN. The exponentials are exp_of:
-// the accurate expf in FP32 mode, the fast hardware __expf in the Tensor-Core modes.
+// instead (`m_use`), so exp(-inf - -inf) never makes a NaN. The exponentials are exp_of,
+// in base 2 for the fast modes (Note [Exponentials in base 2]); masks cost only on the
+// tiles that have masked scores (`tile_masked`).
 //
 // With dropout the sum l takes the undropped P while V meets P * F (Note [Attention
 // dropout squares]). The backward needs no running statistics: both of its kernels
@@ -53,28 +54,45 @@ __device__ inline float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// The forward's first step on key tile k0: scales the thread's scores s (of its query
-// rows `rows`, s[j][e] being row rows[e / 2], key k0 + 8j + 2t + e % 2), masks invisible
-// ones to -inf, and moves the running maximum m of each row to cover the tile. Gives the
-// rescaling factor alpha = e^(m_old - m_new) and m_use, the maximum the exponents subtract.
+// Whether any score of the 64 x 64 tile of queries q0.. against keys k0.. is masked:
+// rows past Tq, keys past Tk, or (causal) a key past some row's last visible one. Only
+// such tiles pay for `visible` on every score; under the causal mask of GPT-2's T = 1024
+// that is 16 of a head's 136 tiles.
+__device__ inline bool tile_masked(int q0, int k0, int Tq, int Tk, bool causal) {
+  return q0 + kTile > Tq || k0 + kTile > Tk || (causal && k0 + kTile - 1 > q0 + (Tk - Tq));
+}
+
+// The forward's first step on key tile k0: masks the thread's invisible raw scores s to
+// -inf when the tile is `masked` (s[j][e] being row rows[e / 2], key k0 + 8j + 2t +
+// e % 2), and moves the running maximum m of each row, an exponent of kA's base (Note
+// [Exponentials in base 2]; `score_scale` = exponent_scale(scale)), to cover the tile.
+// Gives the rescaling factor alpha = exp_of(m_old - m_new) and m_use, the maximum the
+// exponents subtract.
 template <Arith kA>
 __device__ inline void softmax_max_step(float s[kSteps][4], float m[2], float m_use[2],
                                         float alpha[2], const int rows[2], int k0, int Tq,
-                                        int Tk, bool causal, float scale) {
+                                        int Tk, bool causal, bool masked, float score_scale) {
   const int t = threadIdx.x % 4;
+  if (masked) {
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + 8 * j + 2 * t + e % 2;
+        if (!visible(rows[e / 2], key, Tq, Tk, causal)) s[j][e] = -INFINITY;
+      }
+    }
+  }
   float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = k0 + 8 * j + 2 * t + e % 2;
-      s[j][e] = visible(rows[e / 2], key, Tq, Tk, causal) ? s[j][e] * scale : -INFINITY;
-      tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
-    }
+    for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s[j][e]);
   }
 #pragma unroll
   for (int x = 0; x < 2; ++x) {
-    tile_max[x] = quad_max(tile_max[x]);
+    // The scale is positive, so the maximum of the scaled scores is the scaled maximum.
+    tile_max[x] = quad_max(tile_max[x]) * score_scale;
     const float m_new = fmaxf(m[x], tile_max[x]);
     m_use[x] = m_new == -INFINITY ? 0.0f : m_new;  // a row that has seen no key
     alpha[x] = exp_of<kA>(m[x] - m_use[x]);
@@ -82,23 +100,31 @@ __device__ inline void softmax_max_step(float s[kSteps][4], float m[2], float m_
   }
 }
 
-// The forward's second step: s becomes P * F (P = exp(s - m_use), F the dropout factors
-// of slice bh), ready to multiply V, and l = l alpha + rowsum P.
+// The forward's second step: s becomes P * F (P = exp_of(s score_scale - m_use), one fma
+// and one exponential a score; F the dropout factors of slice bh), ready to multiply V,
+// and l = l alpha + rowsum P.
 template <Arith kA>
 __device__ inline void softmax_sum_step(float s[kSteps][4], float l[2], const float m_use[2],
                                         const float alpha[2], const int rows[2], int k0,
-                                        int64_t bh, const AttentionDropout& drop) {
+                                        int64_t bh, float score_scale,
+                                        const AttentionDropout& drop) {
   const int t = threadIdx.x % 4;
   float sum[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
-    float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
-    drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float p = exp_of<kA>(s[j][e] - m_use[e / 2]);
-      sum[e / 2] += p;
-      s[j][e] = p * f[e];  // V meets the dropped P; the sum takes the undropped P
+      s[j][e] = exp_of<kA>(fmaf(s[j][e], score_scale, -m_use[e / 2]));
+      sum[e / 2] += s[j][e];
+    }
+  }
+  if (drop.p != 0.0f) {  // V meets the dropped P; the sum took the undropped P
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j) {
+      float f[4];  // the dropout factors of the thread's 2 x 2 square of this step
+      drop.square(bh, rows[0] / 2, (k0 + 8 * j) / 2 + t, f);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] *= f[e];
     }
   }
 #pragma unroll

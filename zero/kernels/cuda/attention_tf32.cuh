@@ -87,11 +87,13 @@ constexpr int kK = kSixteenBit<kA> ? 16 : 8;
 // then columns (2t + 8, 2t + 9) of the same rows; B's two hold rows (2t, 2t + 1) and
 // (2t + 8, 2t + 9) of column g. The tiles hold the operands' own 16-bit values
 // (attention_tiles.cuh), so each register of A and of a B read along a tile's rows
-// (K in Q K^T) is one 32-bit load of two neighbours. The accumulator of a 16 x 8 x 16
-// step has the layout of the 16 x 8 x 8 one (Note [Tensor-Core fragments]), and two
-// neighbouring accumulators, 16 keys, are exactly an A operand: P is packed to 16 bits
-// in place, with no permutation at all. The B of P V runs down a tile's columns (rows of
-// V are keys); ldmatrix with .trans reads it, four 8 x 8 blocks in one instruction.
+// (K in Q K^T) holds two neighbours of one row: ldmatrix reads four such 8 x 8 blocks
+// (an A, or the Bs of two column tiles) in one instruction. The accumulator of a
+// 16 x 8 x 16 step has the layout of the 16 x 8 x 8 one (Note [Tensor-Core
+// fragments]), and two neighbouring accumulators, 16 keys, are exactly an A operand: P
+// is packed to 16 bits in place, with no permutation at all. The B of P V runs down a
+// tile's columns (rows of V are keys); ldmatrix with .trans reads it, four 8 x 8 blocks
+// in one instruction.
 template <int N>
 struct Packed16 {
   uint32_t r[N];
@@ -192,15 +194,52 @@ __device__ inline void mma(float c[4], const Operand<kA, 4>& a, const Operand<kA
   }
 }
 
-// e^x: the accurate expf for kFp32, the fast hardware approximation __expf (a few
-// ulps more error, which the Tensor-Core modes' products dwarf) otherwise.
+// Note [Exponentials in base 2]
+// The SFU's exponential is 2^x (ex2.approx); __expf(x) is that of x log2 e, so every
+// probability exp(s scale - m) took a multiply by the scale, a subtraction, a multiply
+// by log2 e and the ex2. The fast modes (kTf32 and the 16-bit products) keep their
+// exponents in base 2 instead: the running maximum m and the backward's lse are in units
+// of log2 e, and a raw score s becomes a probability with one fma and the ex2,
+// 2^(s * scale log2 e - m). Only the forward's lse comes out natural, m ln 2 + ln l. The
+// exact modes keep base e (expf for kFp32, __expf for kSplitTf32 as before): scaling by
+// log2 e rounds once more, which their 1e-5 agreement with the CPU would notice.
+template <Arith kA>
+constexpr bool kBase2 = kA == Arith::kTf32 || kSixteenBit<kA>;
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// What multiplies a raw score q . k to make it an exponent of kA's base: the softmax
+// scale, times log2 e in base 2.
+template <Arith kA>
+__host__ __device__ constexpr float exponent_scale(float scale) {
+  return kBase2<kA> ? scale * kLog2e : scale;
+}
+
+// The exponential in kA's base: 2^x on the SFU for kBase2, else e^x (the accurate expf
+// for kFp32, the fast __expf for kSplitTf32, a few ulps off, which its products dwarf).
 template <Arith kA>
 __device__ inline float exp_of(float x) {
   if constexpr (kA == Arith::kFp32) {
     return expf(x);
+  } else if constexpr (kBase2<kA>) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
   } else {
     return __expf(x);
   }
+}
+
+// A natural logsumexp as an exponent of kA's base, and back: the row's maximum m (in
+// kA's base) and sum l = sum of exp_of(s - m) as the natural log-sum-exp.
+template <Arith kA>
+__device__ inline float exponent_of_lse(float lse) {
+  return kBase2<kA> ? lse * kLog2e : lse;
+}
+template <Arith kA>
+__device__ inline float natural_lse(float m, float l) {
+  return kBase2<kA> ? (m + log2f(l)) * kLn2 : m + logf(l);
 }
 
 }  // namespace zero::ops::cuda::flash

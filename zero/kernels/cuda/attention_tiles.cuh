@@ -65,8 +65,17 @@ template <int kD, typename E>
 __device__ inline void load_tile(E* tile, const E* src, int64_t ld, int row0, int rows, int D,
                                  bool vectors, bool paired) {
   if (vectors) {
+    // A fixed count of copies a thread, so that on 16-bit tiles (at most 4 copies a
+    // thread) the loop unrolls and the compiler hoists each copy's row and column out of
+    // it: the copies run in every tile step, where their address arithmetic is issued
+    // beside the products. FP32 tiles take twice the copies, and their kernels have no
+    // registers left to hold the addresses (unrolled, the TF32 forward spilled).
     constexpr int kLanes = 16 / sizeof(E);  // elements in 16 bytes
-    for (int c = threadIdx.x; c < kTile * kD / kLanes; c += kThreads) {
+    constexpr int kCopies = kTile * kD / kLanes;
+    static_assert(kCopies % kThreads == 0, "every thread copies the same number of pieces");
+#pragma unroll(sizeof(E) == 2 ? kCopies / kThreads : 1)
+    for (int n = 0; n < kCopies / kThreads; ++n) {
+      const int c = threadIdx.x + n * kThreads;
       const int r = c / (kD / kLanes), d = c % (kD / kLanes) * kLanes;
       const bool inside = row0 + r < rows && d < D;
       const E* from = inside ? src + (row0 + r) * ld + d : src;
