@@ -1,6 +1,8 @@
 // Tests of optim::AdamW (zero/optim/adamw.cpp and, on a GPU, the multi-tensor kernel
 // in zero/kernels/cuda/optimizer.cu): steps against hand-computed values and a double
-// reference, weight decay only on matrices, skipped parameters, state save/load, errors.
+// reference, weight decay only on matrices, skipped parameters, state save/load, errors;
+// and the step with a gradient factor on the device (optim::clip_factor's), which must
+// equal clip_grad_norm then Step() to the bit and write nothing when it is not finite.
 #include <gmock/gmock.h>
 
 #include <cmath>
@@ -8,8 +10,11 @@
 #include <vector>
 
 #include "tests/support/test_support.h"
+#include "zero/autograd/cast_cache.h"
 #include "zero/autograd/grad_mode.h"
+#include "zero/kernels/tensor_ops.h"
 #include "zero/optim/adamw.h"
+#include "zero/optim/grad_clip.h"
 
 namespace zero {
 namespace {
@@ -163,6 +168,170 @@ TEST_P(AdamWTest, ConstructionRejectsBadParameters) {
   expect_error_mentions([&] { optim::AdamW({{"p", p}}, bad); }, {"beta2 = 1"});
   optim::AdamW adamw({{"p", p}}, {});
   expect_error_mentions([&] { adamw.decays("nope"); }, {"\"nope\""});
+}
+
+// A BF16 tensor's values, widened exactly to float, for comparing bit for bit.
+std::vector<float> widened(const Tensor& t) { return to_dtype(t, DataType::F32).ToVector<float>(); }
+
+// Two copies of 70 parameters (more than one CUDA launch takes; sizes with tails for the
+// scalar loop; every third one keeping a BF16 cast, rewritten by the step): one clipped
+// by clip_grad_norm and stepped with Step(), the other stepped with clip_factor's factor.
+// Over and under the bound, with and without a loss scale: the same parameters, moments
+// and casts to the bit after every step.
+TEST_P(AdamWTest, StepWithClipFactorEqualsClipGradNormThenStepBitForBit) {
+  Generator gen(21);
+  std::vector<std::pair<std::string, Tensor>> named_a, named_b;
+  std::vector<Tensor> a, b;
+  for (int i = 0; i < 70; ++i) {
+    const int64_t n = (i * 389) % 2500 + 1;
+    const Tensor init = Tensor::Randn(i % 2 ? Shape{n} : Shape{1, n}, {}, &gen);  // decayed or not
+    a.push_back(init.To(device()).Clone().SetRequiresGrad());
+    b.push_back(init.To(device()).Clone().SetRequiresGrad());
+    named_a.emplace_back("p" + std::to_string(i), a.back());
+    named_b.emplace_back("p" + std::to_string(i), b.back());
+  }
+  optim::AdamWOptions options;
+  options.lr = 1e-2f;
+  optim::AdamW adam_a(named_a, options), adam_b(named_b, options);
+  const struct {
+    float max_norm, grad_scale;
+  } cases[] = {{0.5f, 1.0f}, {1e4f, 1.0f}, {0.1f, 1024.0f}, {1e4f, 1024.0f}, {0.5f, 3.0f}};
+  for (const auto& c : cases) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      const Tensor g = Tensor::Randn(a[i].sizes(), {}, &gen).To(device());
+      a[i].SetGrad(g.Clone());
+      b[i].SetGrad(g.Clone());
+      if (i % 3 == 0) {  // kept casts, which the steps rewrite (param_copy)
+        cached_cast(a[i], DataType::BF16);
+        cached_cast(b[i], DataType::BF16);
+      }
+    }
+    optim::clip_grad_norm(a, c.max_norm, c.grad_scale);
+    adam_a.Step();
+    const Tensor norm_and_factor = optim::clip_factor(b, c.max_norm, c.grad_scale);
+    adam_b.Step(norm_and_factor.Slice(0, 1, 2));
+    ASSERT_EQ(adam_a.step(), adam_b.step());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].ToVector<float>(), b[i].ToVector<float>())
+          << "parameter " << i << ", max_norm " << c.max_norm << ", scale " << c.grad_scale;
+      if (i % 3 == 0) {
+        NoGradGuard no_grad;
+        ASSERT_EQ(widened(cached_cast(a[i], DataType::BF16)),
+                  widened(cached_cast(b[i], DataType::BF16)))
+            << "the kept BF16 cast of parameter " << i;
+      }
+    }
+    const auto state_a = adam_a.NamedState(), state_b = adam_b.NamedState();
+    for (size_t i = 0; i < state_a.size(); ++i) {
+      ASSERT_EQ(state_a[i].second.ToVector<float>(), state_b[i].second.ToVector<float>())
+          << state_a[i].first;
+    }
+  }
+}
+
+// ops::adamw with a non-finite grad_factor writes nothing: not the parameter, not the
+// moments, not the parameter copy (here holding a value no step would write). With a
+// finite factor it is the step from the gradient times the factor, to the bit. Nine
+// elements: on CUDA two four-wide loads and a scalar tail.
+TEST_P(AdamWTest, KernelSkipsOnANonFiniteGradFactorAndAppliesAFiniteOne) {
+  const std::vector<float> p0 = {0.5f, -1.25f, 2.0f, 0.0f, -0.03f, 3.5f, 1.0f, -2.0f, 0.25f};
+  const std::vector<float> g = {0.3f, -0.4f, 0.1f, 2.0f, -1.5f, 0.0f, 0.7f, -0.2f, 1e-3f};
+  const std::vector<float> m0(9, 0.01f), v0(9, 0.04f), sentinel(9, 7.0f);
+  ops::AdamWParams hp;
+  hp.lr = 0.1f;
+  hp.weight_decay = 0.1f;
+  hp.step = 3;
+  struct Run {
+    Tensor p, grad, m, v, copy;
+  };
+  auto make = [&](const std::vector<float>& grad) {
+    return Run{Tensor::From(p0, {3, 3}, opt()), Tensor::From(grad, {3, 3}, opt()),
+               Tensor::From(m0, {3, 3}, opt()), Tensor::From(v0, {3, 3}, opt()),
+               to_dtype(Tensor::From(sentinel, {3, 3}, opt()), DataType::BF16)};
+  };
+  for (const float bad : {NAN, INFINITY, -INFINITY}) {
+    Run r = make(g);
+    hp.grad_factor = Tensor::From({bad}, {1}, opt());
+    ops::adamw({{r.p, r.grad, r.m, r.v, true, r.copy}}, hp);
+    EXPECT_EQ(r.p.ToVector<float>(), p0) << "factor " << bad;
+    EXPECT_EQ(r.m.ToVector<float>(), m0) << "factor " << bad;
+    EXPECT_EQ(r.v.ToVector<float>(), v0) << "factor " << bad;
+    EXPECT_EQ(widened(r.copy), sentinel) << "factor " << bad;
+  }
+  const float factor = 0.37f;
+  std::vector<float> scaled = g;
+  for (float& x : scaled) x *= factor;
+  Run with = make(g), without = make(scaled);
+  hp.grad_factor = Tensor::From({factor}, {1}, opt());
+  ops::adamw({{with.p, with.grad, with.m, with.v, true, with.copy}}, hp);
+  hp.grad_factor = Tensor();
+  ops::adamw({{without.p, without.grad, without.m, without.v, true, without.copy}}, hp);
+  EXPECT_NE(with.p.ToVector<float>(), p0) << "the step did nothing";
+  EXPECT_EQ(with.p.ToVector<float>(), without.p.ToVector<float>());
+  EXPECT_EQ(with.m.ToVector<float>(), without.m.ToVector<float>());
+  EXPECT_EQ(with.v.ToVector<float>(), without.v.ToVector<float>());
+  EXPECT_EQ(widened(with.copy), widened(without.copy));
+  hp.grad_factor = Tensor::From({1.0f, 1.0f}, {2}, opt());
+  expect_error_mentions([&] { ops::adamw({{with.p, with.grad, with.m, with.v, true}}, hp); },
+                        {"grad_factor"});
+}
+
+// Step(factor) with a non-finite factor changes no parameter or moment but counts, and
+// UncountStep takes the count back, so that the next step is step 2 of a run that never
+// had the skipped one: the same bits as that run.
+TEST_P(AdamWTest, SkippedStepIsUncountedAndLeavesNoTrace) {
+  Tensor w = Leaf({1.0f, -2.0f, 0.5f, 3.0f}, {2, 2}), b = Leaf({1.0f, -1.0f}, {2});
+  Tensor w_ref = Leaf({1.0f, -2.0f, 0.5f, 3.0f}, {2, 2}), b_ref = Leaf({1.0f, -1.0f}, {2});
+  optim::AdamWOptions options;
+  options.lr = 0.1f;
+  optim::AdamW adamw({{"w", w}, {"b", b}}, options), ref({{"w", w_ref}, {"b", b_ref}}, options);
+  const Tensor one = Tensor::From({1.0f}, {1}, opt());
+  SetGrad(w, {0.5f, -0.25f, 2.0f, -4.0f}), SetGrad(b, {-3.0f, 0.125f});
+  SetGrad(w_ref, {0.5f, -0.25f, 2.0f, -4.0f}), SetGrad(b_ref, {-3.0f, 0.125f});
+  adamw.Step(one);
+  ref.Step();
+  const std::vector<float> w1 = w.ToVector<float>(), b1 = b.ToVector<float>();
+  std::vector<std::vector<float>> state1;
+  for (const auto& [name, t] : adamw.NamedState()) state1.push_back(t.ToVector<float>());
+  for (const float bad : {NAN, INFINITY}) {
+    SetGrad(w, {1.0f, 1.0f, 1.0f, 1.0f}), SetGrad(b, {1.0f, 1.0f});
+    adamw.Step(Tensor::From({bad}, {1}, opt()));
+    EXPECT_EQ(adamw.step(), 2) << "Step counts even when the device skips";
+    EXPECT_EQ(w.ToVector<float>(), w1);
+    EXPECT_EQ(b.ToVector<float>(), b1);
+    const auto state = adamw.NamedState();
+    for (size_t i = 0; i < state.size(); ++i) {
+      EXPECT_EQ(state[i].second.ToVector<float>(), state1[i]) << state[i].first;
+    }
+    adamw.UncountStep();
+    EXPECT_EQ(adamw.step(), 1);
+  }
+  SetGrad(w, {0.2f, 0.4f, -0.6f, 0.8f}), SetGrad(b, {0.5f, -0.5f});
+  SetGrad(w_ref, {0.1f, 0.2f, -0.3f, 0.4f}), SetGrad(b_ref, {0.25f, -0.25f});
+  adamw.Step(Tensor::From({0.5f}, {1}, opt()));  // halving is exact: ref gets the halves
+  ref.Step();
+  EXPECT_EQ(adamw.step(), 2);
+  EXPECT_EQ(w.ToVector<float>(), w_ref.ToVector<float>());
+  EXPECT_EQ(b.ToVector<float>(), b_ref.ToVector<float>());
+  const auto state = adamw.NamedState(), state_ref = ref.NamedState();
+  for (size_t i = 0; i < state.size(); ++i) {
+    EXPECT_EQ(state[i].second.ToVector<float>(), state_ref[i].second.ToVector<float>());
+  }
+}
+
+TEST_P(AdamWTest, StepWithFactorAndUncountStepRejectBadUse) {
+  Tensor p = Leaf({1.0f, 2.0f}, {2});
+  optim::AdamW adamw({{"p", p}}, {});
+  expect_error_mentions([&] { adamw.UncountStep(); }, {"UncountStep"});
+  SetGrad(p, {1.0f, 1.0f});
+  expect_error_mentions([&] { adamw.Step(Tensor()); }, {"grad_factor"});
+  expect_error_mentions([&] { adamw.Step(Tensor::From({1.0f, 1.0f}, {2}, opt())); },
+                        {"one-element f32 grad_factor"});
+  if (device().is_cuda()) {
+    expect_error_mentions([&] { adamw.Step(Tensor::From({1.0f}, {1})); }, {"grad_factor on"});
+  }
+  EXPECT_EQ(adamw.step(), 0) << "a rejected step must not count";
+  EXPECT_EQ(p.ToVector<float>(), (std::vector<float>{1.0f, 2.0f}));
 }
 
 ZERO_INSTANTIATE_DEVICE_TEST(AdamWTest);

@@ -10,12 +10,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <vector>
 
+#include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/core/philox.h"
+#include "zero/optim/grad_clip.h"
 #include "zero/optim/lr_schedule.h"
 
 namespace zero::train {
@@ -168,6 +171,140 @@ TEST(TrainerTest, ResumedCudaRunMatchesTheUninterruptedOneWithin1e5) {
     for (size_t j = 0; j < x.size(); ++j) ASSERT_NEAR(x[j], y[j], 1e-4f) << "parameter " << i;
   }
   std::filesystem::remove_all(dir);
+}
+
+// Each float's bits, so that tensors holding NaN compare too.
+std::vector<uint32_t> bits(const Tensor& t) {
+  const std::vector<float> v = t.ToVector<float>();
+  std::vector<uint32_t> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
+  return out;
+}
+
+// Expects the two lists of tensors to hold the same bits, entry by entry.
+void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                      const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(bits(a[i]), bits(b[i])) << what << " " << i;
+}
+
+std::vector<Tensor> moments(const optim::AdamW& adamw) {
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : adamw.NamedState()) out.push_back(t);
+  return out;
+}
+
+// Trainer::Step, which clips through a factor left on the device (optim::clip_factor),
+// against the loop it replaced, written out here as the trainer builds itself: the
+// host reads clip_grad_norm's norm, skips a non-finite one, else AdamW::Step(). The
+// same losses, norms, skips, loss scales, parameters and moments to the bit, in FP32
+// (a bound low enough that most steps clip) and in F16 with a loss scale that overflows
+// now and then (as in the resume test above), where the loss scale also unscales.
+TEST(TrainerTest, StepEqualsTheLoopWithClipGradNormBitForBit) {
+  for (DataType dtype : {DataType::F32, DataType::F16}) {
+    TrainConfig c = tiny_config();
+    c.dtype = dtype;
+    c.grad_clip = 0.5f;
+    c.loss_scaling.init_scale = 262144.0f;
+    c.loss_scaling.growth_interval = 2;
+    const Device cpu = Device::Cpu();
+    Trainer trainer(c, data(), cpu);
+
+    nn::GPT model(c.model, c.seed);
+    model.To(cpu);
+    model.SetComputeDtype(c.dtype);
+    LossScaler scaler(c.dtype == DataType::F16, c.loss_scaling);
+    optim::AdamWOptions options;
+    options.lr = c.lr;
+    options.beta1 = c.beta1;
+    options.beta2 = c.beta2;
+    options.weight_decay = c.weight_decay;
+    optim::AdamW adamw(model.NamedParameters(), options);
+    data::BatchSampler sampler(data().train, c.batch_size, c.model.block_size, c.seed, cpu);
+    const std::vector<Tensor> params = model.Parameters();
+    int64_t skipped = 0, clipped = 0;
+    const char* name = to_string(dtype);
+    for (int64_t step = 0; step < c.max_steps; ++step) {
+      const StepResult r = trainer.Step();
+      adamw.SetLr(optim::lr_at(step, c.warmup, c.max_steps, c.lr, c.min_lr));
+      const auto [x, y] = sampler.Next();
+      const Tensor loss = model.Loss(x, y);
+      const float scale = scaler.scale();
+      (scaler.enabled() ? loss * scale : loss).Backward();
+      const float norm = optim::clip_grad_norm(params, c.grad_clip, scale);
+      const bool finite = scaler.Update(std::isfinite(norm));
+      if (finite) {
+        adamw.Step();
+      } else {
+        ++skipped;
+      }
+      adamw.ZeroGrad();
+      clipped += finite && norm > c.grad_clip;
+      EXPECT_EQ(r.loss, loss.Item()) << name << " step " << step;
+      EXPECT_EQ(bits(Tensor::From({r.grad_norm}, {1})), bits(Tensor::From({norm}, {1})))
+          << name << " step " << step << ": norm " << r.grad_norm << " vs " << norm;
+      EXPECT_EQ(r.skipped, !finite) << name << " step " << step;
+      EXPECT_EQ(r.loss_scale, scale) << name << " step " << step;
+    }
+    expect_same_bits(trainer.model().Parameters(), params, std::string(name) + " parameter");
+    expect_same_bits(moments(trainer.optimizer()), moments(adamw), std::string(name) + " moment");
+    EXPECT_EQ(trainer.skipped_steps(), skipped) << name;
+    EXPECT_EQ(trainer.optimizer().step(), adamw.step()) << name;
+    EXPECT_EQ(trainer.optimizer().step(), c.max_steps - skipped) << name;
+    EXPECT_GT(clipped, 0) << name << ": no step was clipped, so clipping went untested";
+    if (dtype == DataType::F16) {
+      EXPECT_GT(skipped, 0) << "2^19 should overflow F16 gradients";
+    }
+  }
+}
+
+// A step whose gradients are not finite is skipped: the parameters and moments stay as
+// they were, and AdamW's step count (the bias correction) does not advance; the trainer's
+// own count does. Two causes: an F16 backward at a loss scale of 2^30, which overflows
+// (the scale is halved), and a NaN weight in FP32.
+TEST(TrainerTest, StepWithNonFiniteGradientsIsSkippedAndNotCounted) {
+  TrainConfig c = tiny_config();
+  c.dtype = DataType::F16;
+  c.loss_scaling.init_scale = 1073741824.0f;  // 2^30
+  Trainer f16(c, data(), Device::Cpu());
+  const std::vector<Tensor> before = f16.model().Parameters();
+  std::vector<Tensor> copies;
+  for (const Tensor& p : before) copies.push_back(p.Clone());
+  StepResult r = f16.Step();
+  EXPECT_TRUE(r.skipped);
+  EXPECT_FALSE(std::isfinite(r.grad_norm));
+  EXPECT_TRUE(std::isfinite(r.loss)) << "the loss is FP32 and finite; its F16 gradients are not";
+  EXPECT_EQ(f16.step(), 1);
+  EXPECT_EQ(f16.skipped_steps(), 1);
+  EXPECT_EQ(f16.optimizer().step(), 0);
+  EXPECT_EQ(f16.loss_scaler().scale(), 536870912.0f) << "halved";
+  expect_same_bits(f16.model().Parameters(), copies, "F16 parameter");
+  for (const Tensor& m : moments(f16.optimizer())) {
+    EXPECT_EQ(bits(m), bits(Tensor::Zeros(m.sizes()))) << "a moment changed";
+  }
+  // Halving until the gradients fit: the first update is then AdamW's step 1.
+  for (int i = 0; i < 30 && r.skipped; ++i) r = f16.Step();
+  ASSERT_FALSE(r.skipped) << "the scale never came down far enough";
+  EXPECT_EQ(f16.optimizer().step(), 1);
+  EXPECT_EQ(f16.optimizer().step(), f16.step() - f16.skipped_steps());
+
+  Trainer f32(tiny_config(), data(), Device::Cpu());
+  f32.Step();
+  {
+    NoGradGuard no_grad;
+    f32.model().Parameters()[1].Fill_(NAN);
+  }
+  std::vector<Tensor> snapshot, state;
+  for (const Tensor& p : f32.model().Parameters()) snapshot.push_back(p.Clone());
+  for (const Tensor& m : moments(f32.optimizer())) state.push_back(m.Clone());
+  r = f32.Step();
+  EXPECT_TRUE(r.skipped);
+  EXPECT_TRUE(std::isnan(r.grad_norm));
+  EXPECT_EQ(f32.skipped_steps(), 1);
+  EXPECT_EQ(f32.optimizer().step(), 1);
+  EXPECT_EQ(f32.step(), 2);
+  expect_same_bits(f32.model().Parameters(), snapshot, "FP32 parameter");
+  expect_same_bits(moments(f32.optimizer()), state, "FP32 moment");
 }
 
 TEST(TrainerTest, LearnsARepeatingPattern) {

@@ -1,12 +1,14 @@
 // Dispatch for the optimiser's multi-tensor kernels: AdamW over every parameter, and
-// the sum of squares and scale of gradient-norm clipping. Checks every tensor
-// (contiguous, one device, matching shapes, dtypes) and the hyper-parameters, then calls
-// the CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu) kernel. The optimiser
-// classes of optim/ decide which tensors; these kernels do the arithmetic.
+// the sum of squares, scale and clip factor of gradient-norm clipping. Checks every
+// tensor (contiguous, one device, matching shapes, dtypes) and the hyper-parameters,
+// then calls the CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu) kernel. The
+// optimiser classes of optim/ decide which tensors; these kernels do the arithmetic.
 //
 // Dtypes, for mixed precision: parameters and moments are the FP32 master copies;
 // gradients may be f32, bf16 or f16 (read into FP32); an AdamW entry's optional
 // param_copy receives the updated parameter in its own dtype, usually bf16 or f16.
+#include <cmath>
+
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -16,6 +18,7 @@ namespace zero::ops {
 ZERO_DEFINE_KERNEL(adamw);
 ZERO_DEFINE_KERNEL(sum_of_squares);
 ZERO_DEFINE_KERNEL(scale);
+ZERO_DEFINE_KERNEL(clip_factor);
 
 namespace {
 
@@ -60,6 +63,11 @@ void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
     check_state(op, e.exp_avg, "m (first moment)", e.param);
     check_state(op, e.exp_avg_sq, "v (second moment)", e.param);
   }
+  if (hp.grad_factor.defined()) {
+    check_scalar(op, hp.grad_factor, "grad_factor");
+    check_contiguous(op, hp.grad_factor, "grad_factor");
+    check_same_device(op, {&first, &hp.grad_factor});
+  }
   adamw_stub(first.device(), tensors, hp);
 }
 
@@ -78,6 +86,18 @@ void scale(const std::vector<Tensor>& tensors, float factor) {
   if (tensors.empty()) return;
   check_all("scale", tensors);
   scale_stub(tensors.front().device(), tensors, factor);
+}
+
+void clip_factor(const Tensor& sum_sq, float max_norm, float grad_scale, const Tensor& out) {
+  const char* op = "clip_factor";
+  ZERO_CHECK(max_norm > 0.0f, op, ": expected max_norm > 0, got ", max_norm);
+  ZERO_CHECK(std::isfinite(grad_scale) && grad_scale > 0.0f, op,
+             ": expected a finite, positive grad_scale, got ", grad_scale);
+  check_scalar(op, sum_sq, "sum of squares");
+  check_contiguous(op, sum_sq, "sum of squares");
+  check_tensor(op, out, "out (norm and factor)", DataType::F32, {2});
+  check_same_device(op, {&sum_sq, &out});
+  clip_factor_stub(out.device(), sum_sq, max_norm, grad_scale, out);
 }
 
 }  // namespace zero::ops

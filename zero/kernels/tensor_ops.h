@@ -210,6 +210,12 @@ struct AdamWParams {
   float eps = 1e-8f;          ///< Added to the root of the second moment.
   float weight_decay = 0.0f;  ///< Decoupled decay, applied as `p -= lr * wd * p`.
   int64_t step = 1;           ///< 1-based step number, for bias correction.
+  /// Optional: a one-element F32 tensor on the parameters' device, read where the kernel
+  /// runs (no copy to the host). When defined, every gradient element is multiplied by
+  /// it in FP32 before the moments (the clip and loss unscale of optim::clip_factor,
+  /// with no pass of their own), and when it is not finite the step writes nothing: no
+  /// parameter, moment or param_copy changes (a skipped step). Undefined: no factor.
+  Tensor grad_factor{};
 };
 /// One parameter of an AdamW step: four (or five) tensors of one shape.
 struct AdamWTensor {
@@ -222,7 +228,10 @@ struct AdamWTensor {
   /// the next forward's 16-bit weights) in the same pass; undefined to skip.
   Tensor param_copy{};
 };
-/// One AdamW step in place on every entry (`hp.weight_decay` only where `decay`).
+/// One AdamW step in place on every entry (`hp.weight_decay` only where `decay`). With
+/// `hp.grad_factor` and F32 gradients the result is, to the bit, that of `scale` by the
+/// factor and then the step without it; a 16-bit gradient times the factor is not
+/// rounded back to 16 bits first, as `scale` would round it.
 void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp);
 /// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`: `adamw` on one entry.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
@@ -234,6 +243,15 @@ Tensor sum_of_squares(const std::vector<Tensor>& tensors);
 /// Multiplies every element of every tensor (F32, BF16 or F16) by `factor`, in place:
 /// in FP32, rounded once into the tensor's dtype.
 void scale(const std::vector<Tensor>& tensors, float factor);
+/// The clip of optim::clip_grad_norm from `sum_sq`, the one-element F32 output of
+/// `sum_of_squares`, without reading it on the host: writes `out`, two F32 elements on
+/// the same device, with the true norm `float(sqrt(double(sum_sq)) / grad_scale)` and
+/// the factor to multiply the gradients by, `clip / grad_scale` (just `clip` when
+/// `grad_scale` is 1) where `clip = max_norm / (norm + 1e-6)` over the bound and 1
+/// otherwise, in clip_grad_norm's float and double arithmetic to the bit. When the norm
+/// is not finite the factor is NaN, which makes `adamw` skip the step.
+/// One thread on CUDA: its cost is the launch.
+void clip_factor(const Tensor& sum_sq, float max_norm, float grad_scale, const Tensor& out);
 /// @}
 
 /// @name Fused ops: Linear, attention, chunked cross-entropy

@@ -1,6 +1,7 @@
 // AdamW: moments per parameter, the step on the CPU (one kernel call per tensor) and on
 // CUDA (one multi-tensor kernel for all, which also rewrites the parameters' cached
-// 16-bit casts), and saving/loading the moments.
+// 16-bit casts), optionally with a clip factor read on the device, and saving/loading
+// the moments.
 #include "zero/optim/adamw.h"
 
 #include <map>
@@ -50,7 +51,25 @@ AdamW::AdamW(std::vector<std::pair<std::string, Tensor>> named_params, AdamWOpti
   }
 }
 
-void AdamW::Step() {
+void AdamW::Step() { StepWith(Tensor()); }
+
+void AdamW::Step(const Tensor& grad_factor) {
+  // Checked before anything is counted or written (ops::adamw checks again).
+  ZERO_CHECK(grad_factor.defined() && grad_factor.dtype() == DataType::F32 &&
+                 grad_factor.numel() == 1,
+             "AdamW::Step: expected a one-element f32 grad_factor");
+  ZERO_CHECK(slots_.empty() || grad_factor.device() == slots_.front().param.device(),
+             "AdamW::Step: grad_factor on ", grad_factor.device(), ", the parameters on ",
+             slots_.front().param.device());
+  StepWith(grad_factor);
+}
+
+void AdamW::UncountStep() {
+  ZERO_CHECK(step_ > 0, "AdamW::UncountStep: no step to take back");
+  --step_;
+}
+
+void AdamW::StepWith(const Tensor& grad_factor) {
   NoGradGuard no_grad;
   ++step_;
   ops::AdamWParams hp;
@@ -60,6 +79,7 @@ void AdamW::Step() {
   hp.eps = options_.eps;
   hp.step = step_;
   hp.weight_decay = options_.weight_decay;
+  hp.grad_factor = grad_factor;  // checked by ops::adamw: one F32 element, our device
   std::vector<ops::AdamWTensor> tensors;
   for (Slot& s : slots_) {
     if (!s.param.Grad().defined()) continue;
@@ -80,6 +100,8 @@ void AdamW::Step() {
     tensors.push_back({s.param, grad, s.exp_avg, s.exp_avg_sq, s.decay, copy});
   }
   ops::adamw(tensors, hp);  // on CUDA, one multi-tensor launch per few dozen parameters
+  // Also after an update the device skipped (a non-finite grad_factor): the kept casts
+  // were not written, but neither were the parameters, so they are still current.
   for (const ops::AdamWTensor& t : tensors) {
     if (t.param_copy.defined()) autograd::copy_refreshed(t.param);
   }

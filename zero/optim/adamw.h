@@ -4,7 +4,8 @@
 /// The optimiser keeps two moments per parameter (`exp_avg`, `exp_avg_sq`, PyTorch's
 /// names) and updates every parameter that has a gradient in `Step()` with one call of
 /// the multi-tensor kernel `ops::adamw` (kernels/optimizer.cpp): on CUDA, one launch for
-/// dozens of tensors.
+/// dozens of tensors. `Step(grad_factor)` also applies gradient clipping, as a factor
+/// left on the device by `optim::clip_factor` (grad_clip.h), in that same pass.
 /// Read next: optim/grad_clip.h, optim/lr_schedule.h.
 #pragma once
 
@@ -42,6 +43,18 @@ class AdamW {
   /// gradient (the others, and their moments, are left as they are). Records nothing
   /// for autograd.
   void Step();
+  /// `Step()` with every gradient multiplied by `grad_factor`, a one-element F32 tensor on
+  /// the parameters' device (element 1 of `clip_factor`), read there: nothing waits
+  /// for the device. When the factor is not finite the update writes nothing (no
+  /// parameter or moment changes) but the step is still counted, since only the device
+  /// knows; a caller that later reads the factor, or the norm, and finds it not finite
+  /// calls `UncountStep()`, so that the next step has the bias correction it would have
+  /// had. @throws zero::Error if `grad_factor` is not such a tensor.
+  void Step(const Tensor& grad_factor);
+  /// Takes back the count of the last `Step`, whose update the device skipped (a
+  /// non-finite `grad_factor`): `step()` goes down by one and nothing else changes.
+  /// @throws zero::Error when `step()` is 0.
+  void UncountStep();
   /// Drops every parameter's gradient.
   void ZeroGrad();
 
@@ -49,7 +62,8 @@ class AdamW {
   void SetLr(float lr);
   /// The current learning rate.
   float lr() const { return options_.lr; }
-  /// Number of `Step()` calls so far (the bias correction uses step() after the increment).
+  /// Number of `Step` calls so far, less those taken back by `UncountStep` (the bias
+  /// correction uses step() after the increment).
   int64_t step() const { return step_; }
   /// The hyper-parameters.
   const AdamWOptions& options() const { return options_; }
@@ -72,6 +86,9 @@ class AdamW {
     Tensor exp_avg_sq;  // v
     bool decay;
   };
+  // Step and Step(grad_factor): `grad_factor` undefined for none.
+  void StepWith(const Tensor& grad_factor);
+
   std::vector<Slot> slots_;
   AdamWOptions options_;
   int64_t step_ = 0;

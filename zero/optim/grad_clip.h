@@ -1,6 +1,7 @@
 /// @file
 /// `clip_grad_norm`: scales all gradients together so their global L2 norm is at most
-/// a bound, the guard against the occasional huge step early in training.
+/// a bound, the guard against the occasional huge step early in training; and
+/// `clip_factor`, the same decision left on the device for AdamW to apply.
 #pragma once
 
 #include <vector>
@@ -24,5 +25,18 @@ namespace zero::optim {
 /// @throws zero::Error when `max_norm` is not positive, `grad_scale` is not finite and
 /// positive, or the gradients are on several devices.
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm, float grad_scale = 1.0f);
+
+/// The decision of `clip_grad_norm` without carrying it out and without reading anything
+/// on the host: a (2,) F32 tensor on the gradients' device holding the norm that
+/// `clip_grad_norm` would return (element 0) and the factor it would multiply every
+/// gradient by (element 1; 1 when it would leave them as they are), to the bit.
+/// `AdamW::Step(factor)` applies the factor as it reads each gradient, so clipping takes
+/// no pass over the gradients and no synchronisation (Note [The clip factor on the
+/// device] in grad_clip.cpp). When the norm is not finite the factor is NaN, and AdamW
+/// skips the step. The gradients are not written (a strided one is replaced by a
+/// contiguous copy, as AdamW would replace it). With no gradient at all: norm 0 and
+/// factor 1, on the first parameter's device (the CPU for an empty list).
+/// @throws zero::Error in the cases `clip_grad_norm` throws.
+Tensor clip_factor(const std::vector<Tensor>& params, float max_norm, float grad_scale = 1.0f);
 
 }  // namespace zero::optim

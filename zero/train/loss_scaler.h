@@ -4,7 +4,7 @@
 /// F16 holds magnitudes from 6e-8 (subnormal) to 65504. Many gradients of a language
 /// model are smaller than the low end and would round to zero, so the loss is multiplied
 /// by a large scale S before the backward (every gradient is then S times larger), and
-/// the FP32 gradients are divided by S again before clipping and the optimiser step.
+/// the FP32 gradients are divided by S again, with the clip, as the optimiser step reads them.
 /// S is found as training runs, by the rule of PyTorch's `torch.amp.GradScaler`:
 ///
 /// - a step whose gradients hold an inf or a NaN (their global norm is not finite) made

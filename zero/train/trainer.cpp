@@ -73,7 +73,7 @@ StepResult Trainer::Step() {
   }
   const Tensor loss = model_->Loss(x, y);  // () F32 in every dtype
   // F16: the gradients are those of loss * S, S the loss scale (loss_scaler.h), so that
-  // small ones stay above F16's smallest values; the clip below divides by S again.
+  // small ones stay above F16's smallest values; the clip factor below divides by S again.
   r.loss_scale = scaler_.scale();
   const Tensor scaled = scaler_.enabled() ? loss * r.loss_scale : loss;  // ()
   if (data_parallel_) {
@@ -81,23 +81,34 @@ StepResult Trainer::Step() {
   } else {
     scaled.Backward();
   }
+  // Clipping (and in F16 unscaling) is decided on the device and applied inside AdamW's
+  // pass, so nothing waits for the device between backward and update (Note [The clip
+  // factor on the device] in optim/grad_clip.cpp). Same bits as clip_grad_norm + Step().
+  Tensor norm_and_factor;  // (2,) on the device: the true gradient norm, AdamW's factor
   {
     profiler::Scope scope("clip_grad_norm");
     const float bound = config_.grad_clip > 0 ? config_.grad_clip : INFINITY;
-    r.grad_norm = optim::clip_grad_norm(params_, bound, r.loss_scale);  // unscaled too
+    norm_and_factor = optim::clip_factor(params_, bound, r.loss_scale);  // unscales too
   }
-  // A non-finite norm (an F16 overflow, or a real inf/NaN): no update, and in F16 the
-  // scale is halved; every rank sees the same all-reduced norm and makes the same call.
-  r.skipped = !scaler_.Update(std::isfinite(r.grad_norm));
-  if (r.skipped) {
-    ++skipped_;  // an inf/NaN gradient would poison the moments: drop this batch
-  } else {
+  {
+    // A non-finite norm (an F16 overflow, or a real inf/NaN) gives a NaN factor, and the
+    // update writes nothing: an inf/NaN gradient would poison the moments.
     profiler::Scope scope("AdamW step");
-    optimizer_->Step();
+    optimizer_->Step(norm_and_factor.Slice(0, 1, 2));
   }
   optimizer_->ZeroGrad();
-  // The one device -> host copy of the step (the mean over ranks when data-parallel).
+  // The step's one wait for the device (the loss's mean over ranks when data-parallel);
+  // the norm and factor, computed before the update, are then a copy with nothing to wait for.
   r.loss = data_parallel_ ? data_parallel_->AverageOverRanks(loss) : loss.Item();
+  const std::vector<float> norm_factor = norm_and_factor.ToVector<float>();
+  r.grad_norm = norm_factor[0];
+  // The device skipped the update exactly when the factor is not finite. In F16 the scale
+  // is then halved; every rank sees the same all-reduced norm and makes the same call.
+  r.skipped = !scaler_.Update(std::isfinite(norm_factor[1]));
+  if (r.skipped) {
+    ++skipped_;                 // this batch is dropped
+    optimizer_->UncountStep();  // AdamW counted the step before the device skipped it
+  }
   ++step_;
   nonfinite_in_a_row_ = std::isfinite(r.loss) ? 0 : nonfinite_in_a_row_ + 1;
   ZERO_CHECK(nonfinite_in_a_row_ < kDivergedAfter, "training diverged: the loss has not been "

@@ -4,9 +4,12 @@
 ///
 /// One `Step()` is nanoGPT's loop body: set the learning rate from the schedule, draw a
 /// batch, forward to the loss, backward, clip the global gradient norm, AdamW update.
-/// The model computes in `config.dtype` (FP32, or BF16 / F16 on FP32 master weights);
-/// in F16 the loss is scaled before the backward and the gradients unscaled before
-/// clipping, by a `LossScaler` whose state checkpoints keep.
+/// The clip is a factor computed on the device that AdamW applies as it reads each
+/// gradient (optim::clip_factor), so the host waits for the device only once a step,
+/// for the loss. The model computes in `config.dtype` (FP32, or BF16 / F16 on FP32
+/// master weights); in F16 the loss is scaled before the backward by a `LossScaler`,
+/// whose state checkpoints keep, and the gradients are unscaled by the factor that
+/// clips them.
 /// `Evaluate` measures the validation loss on the same fixed batches every time (so two
 /// evaluations differ only because the model did). `Save` / `Resume` go through
 /// checkpoint.h; a resumed run continues with exactly the batches, dropout masks and

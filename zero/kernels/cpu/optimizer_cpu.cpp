@@ -8,7 +8,9 @@
 // The bias corrections bc1, bc2 undo the zero start of m and v in early steps.
 // Parameters and moments are FP32; a 16-bit gradient G is read into float, and an
 // optional copy of the updated parameter is rounded into its dtype C in the same loop.
+// With a grad_factor (the clip of gradient-norm clipping), g is multiplied by it first.
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "zero/kernels/cpu/parallel.h"
@@ -22,8 +24,10 @@ namespace {
 // The copy type of an entry without param_copy.
 struct NoCopy {};
 
-template <typename G, typename C>
-void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay) {
+// kFactor: whether g is multiplied by `factor`. Without one the loop is the plain step,
+// not one with a multiply by 1, so that the common path costs what it always did.
+template <typename G, typename C, bool kFactor>
+void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay, float factor) {
   const int64_t n = e.param.numel();
   float* pp = e.param.data_ptr<float>();
   const G* pg = e.grad.data_ptr<G>();
@@ -41,7 +45,8 @@ void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay) 
   const float b1 = hp.beta1, b2 = hp.beta2, eps = hp.eps;
 #pragma omp parallel for simd if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    const float g = static_cast<float>(pg[i]);
+    float g = static_cast<float>(pg[i]);
+    if constexpr (kFactor) g *= factor;  // rounded to float, as scale() stores it
     const float mi = b1 * pm[i] + (1.0f - b1) * g;
     const float vi = b2 * pv[i] + (1.0f - b2) * g * g;
     pm[i] = mi;
@@ -52,17 +57,25 @@ void adamw_one(const AdamWTensor& e, const AdamWParams& hp, float weight_decay) 
   }
 }
 
-void adamw_cpu(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
+template <bool kFactor>
+void adamw_all(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp, float factor) {
   for (const AdamWTensor& e : tensors) {
     const float wd = e.decay ? hp.weight_decay : 0.0f;
     dispatch_dtype<FloatTypes>(e.grad.dtype(), "adamw", [&](auto grad_tag) {
       using G = typename decltype(grad_tag)::type;
-      if (!e.param_copy.defined()) return adamw_one<G, NoCopy>(e, hp, wd);
+      if (!e.param_copy.defined()) return adamw_one<G, NoCopy, kFactor>(e, hp, wd, factor);
       dispatch_dtype<FloatTypes>(e.param_copy.dtype(), "adamw", [&](auto copy_tag) {
-        adamw_one<G, typename decltype(copy_tag)::type>(e, hp, wd);
+        adamw_one<G, typename decltype(copy_tag)::type, kFactor>(e, hp, wd, factor);
       });
     });
   }
+}
+
+void adamw_cpu(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
+  if (!hp.grad_factor.defined()) return adamw_all<false>(tensors, hp, 1.0f);
+  const float factor = hp.grad_factor.data_ptr<float>()[0];  // host memory: no copy
+  if (!std::isfinite(factor)) return;  // an inf/NaN gradient norm: a skipped step
+  adamw_all<true>(tensors, hp, factor);
 }
 
 template <typename T>
@@ -94,10 +107,28 @@ void scale_cpu(const std::vector<Tensor>& tensors, float factor) {
   for (const Tensor& t : tensors) binary_scalar(BinaryOp::kMul, t, factor, t);
 }
 
+// clip_grad_norm's decision, made where the sum is, in its very arithmetic: the sum
+// widened to double, sqrt and the unscale in double, one rounding, the clip in float
+// (Note [The clip factor on the device] in optim/grad_clip.cpp). The CUDA twin,
+// clip_factor_kernel in cuda/optimizer.cu, does the same operations in the same order.
+void clip_factor_cpu(const Tensor& sum_sq, float max_norm, float grad_scale, const Tensor& out) {
+  const double sum = sum_sq.data_ptr<float>()[0];
+  const float norm = static_cast<float>(std::sqrt(sum) / grad_scale);
+  float factor = std::numeric_limits<float>::quiet_NaN();
+  if (std::isfinite(norm)) {
+    const float clip = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+    factor = grad_scale == 1.0f ? clip : clip / grad_scale;
+  }
+  float* o = out.data_ptr<float>();
+  o[0] = norm;
+  o[1] = factor;
+}
+
 }  // namespace
 
 ZERO_REGISTER_KERNEL(adamw, kCpu, adamw_cpu);
 ZERO_REGISTER_KERNEL(sum_of_squares, kCpu, sum_of_squares_cpu);
 ZERO_REGISTER_KERNEL(scale, kCpu, scale_cpu);
+ZERO_REGISTER_KERNEL(clip_factor, kCpu, clip_factor_cpu);
 
 }  // namespace zero::ops

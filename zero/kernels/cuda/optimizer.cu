@@ -1,5 +1,6 @@
 // Multi-tensor CUDA kernels for the optimiser: the AdamW step, the sum of squares for
-// the gradient norm, and the in-place scaling that clips gradients. A GPT has ~80
+// the gradient norm, the in-place scaling that clips gradients, and the one-thread
+// kernel that turns the sum into the clip factor AdamW can apply instead. A GPT has ~80
 // parameter tensors, many of them small (biases, LayerNorm vectors); one launch each
 // would cost more in launch overhead than in arithmetic. These kernels cover many
 // tensors per launch. They are the CUDA side of the optimiser kernels of tensor_ops.h.
@@ -50,9 +51,11 @@ struct TensorTable {
   int count;
 };
 
-// The per-step constants of AdamW, the same values the CPU kernel computes.
+// The per-step constants of AdamW, the same values the CPU kernel computes, and the
+// device address of the optional gradient factor (null for none).
 struct AdamWScalars {
   float beta1, beta2, eps, step_size, inv_sqrt_bc2;
+  const float* grad_factor;
 };
 
 static_assert(sizeof(TensorTable) + sizeof(AdamWScalars) + 2 * sizeof(void*) <= 4096,
@@ -126,14 +129,16 @@ __device__ inline void adamw_update(float g, float& m, float& v, float& p, float
   p = p * decay - s.step_size * m / (sqrtf(v) * s.inv_sqrt_bc2 + s.eps);
 }
 
-// Elements [begin, end) of one tensor: G the gradient's type, C the copy's. The step moves
-// about 30 bytes an element and no arithmetic to speak of, so it runs at the speed of its
-// loads: when every array is aligned for it, each thread moves 4 elements of each with
-// one wide load or store (as the element-wise kernels do), element by element
-// otherwise and for the tail. The results are the same bits either way.
-template <typename G, typename C>
+// Elements [begin, end) of one tensor: G the gradient's type, C the copy's; with kFactor,
+// each gradient is multiplied by `factor` (in a register, rounded to float as scale()
+// would store it) before the update. The step moves about 30 bytes an element and no
+// arithmetic to speak of, so it runs at the speed of its loads: when every array is
+// aligned for it, each thread moves 4 elements of each with one wide load or store (as
+// the element-wise kernels do), element by element otherwise and for the tail. The
+// results are the same bits either way.
+template <bool kFactor, typename G, typename C>
 __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, float decay,
-                            const AdamWScalars& s, int64_t begin, int64_t end) {
+                            float factor, const AdamWScalars& s, int64_t begin, int64_t end) {
   constexpr bool kCopy = !std::is_same_v<C, NoCopy>;
   int64_t rest = begin;  // the first element left to the scalar loop
   bool vectors = four_aligned(p) && four_aligned(g) && four_aligned(m) && four_aligned(v);
@@ -142,6 +147,9 @@ __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, f
     for (int64_t i = begin + 4 * threadIdx.x; i + 4 <= end; i += 4 * blockDim.x) {
       float gi[4], mi[4], vi[4], pi[4];
       load4(g + i, gi), load4(m + i, mi), load4(v + i, vi), load4(p + i, pi);
+      if constexpr (kFactor) {
+        for (int k = 0; k < 4; ++k) gi[k] *= factor;
+      }
       for (int k = 0; k < 4; ++k) adamw_update(gi[k], mi[k], vi[k], pi[k], decay, s);
       store4(m + i, mi), store4(v + i, vi), store4(p + i, pi);
       if constexpr (kCopy) store4(copy + i, pi);
@@ -149,8 +157,9 @@ __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, f
     rest = end - (end - begin) % 4;
   }
   for (int64_t i = rest + threadIdx.x; i < end; i += blockDim.x) {
-    float mi = m[i], vi = v[i], pi = p[i];
-    adamw_update(static_cast<float>(g[i]), mi, vi, pi, decay, s);
+    float gi = static_cast<float>(g[i]), mi = m[i], vi = v[i], pi = p[i];
+    if constexpr (kFactor) gi *= factor;
+    adamw_update(gi, mi, vi, pi, decay, s);
     m[i] = mi;
     v[i] = vi;
     p[i] = pi;
@@ -158,7 +167,16 @@ __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, f
   }
 }
 
+// kFactor: s.grad_factor is set. Every thread reads the factor (one cached load) and,
+// when it is not finite, the whole launch writes nothing: a skipped step, decided on
+// the device. Without a factor this is the plain kernel, with no load and no multiply.
+template <bool kFactor>
 __global__ void adamw_multi_kernel(TensorTable table, AdamWScalars s) {
+  float factor = 1.0f;
+  if constexpr (kFactor) {
+    factor = *s.grad_factor;
+    if (!isfinite(factor)) return;
+  }
   int t;
   int64_t begin, end;
   locate(table, t, begin, end);
@@ -168,10 +186,12 @@ __global__ void adamw_multi_kernel(TensorTable table, AdamWScalars s) {
   const float decay = table.decay[t];
   with_dtype(table.grad[t], table.grad_dtype[t], [&](auto* g) {
     if (table.copy[t] == nullptr) {
-      return adamw_range(p, g, m, v, static_cast<NoCopy*>(nullptr), decay, s, begin, end);
+      return adamw_range<kFactor>(p, g, m, v, static_cast<NoCopy*>(nullptr), decay, factor, s,
+                                  begin, end);
     }
-    with_dtype(table.copy[t], table.copy_dtype[t],
-               [&](auto* c) { adamw_range(p, g, m, v, c, decay, s, begin, end); });
+    with_dtype(table.copy[t], table.copy_dtype[t], [&](auto* c) {
+      adamw_range<kFactor>(p, g, m, v, c, decay, factor, s, begin, end);
+    });
   });
 }
 
@@ -213,6 +233,23 @@ __global__ void scale_multi_kernel(TensorTable table, float factor) {
   });
 }
 
+// The CUDA twin of clip_factor_cpu (cpu/optimizer_cpu.cpp): the same operations in the
+// same order and precisions, all IEEE-rounded on the GPU too (double sqrt and division,
+// float division; the build does not use --use_fast_math), so the norm and factor are
+// clip_grad_norm's to the bit (Note [The clip factor on the device], optim/grad_clip.cpp).
+__global__ void clip_factor_kernel(const float* sum_sq, float max_norm, float grad_scale,
+                                   float* out) {
+  const double sum = sum_sq[0];
+  const float norm = static_cast<float>(sqrt(sum) / grad_scale);
+  float factor = __int_as_float(0x7fc00000);  // a quiet NaN: AdamW skips the step
+  if (isfinite(norm)) {
+    const float clip = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+    factor = grad_scale == 1.0f ? clip : clip / grad_scale;
+  }
+  out[0] = norm;
+  out[1] = factor;
+}
+
 // ---------------------------------------------------------------- launchers
 
 // Fills tables of at most kMaxTensors non-empty entries and calls `launch(table, blocks,
@@ -248,7 +285,8 @@ void adamw_cuda(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) 
   const double step = static_cast<double>(hp.step);
   const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), step));
   const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta2), step));
-  const AdamWScalars s{hp.beta1, hp.beta2, hp.eps, hp.lr / bc1, 1.0f / std::sqrt(bc2)};
+  const float* factor = hp.grad_factor.defined() ? rows_of(hp.grad_factor) : nullptr;
+  const AdamWScalars s{hp.beta1, hp.beta2, hp.eps, hp.lr / bc1, 1.0f / std::sqrt(bc2), factor};
   const float decay = 1.0f - hp.lr * hp.weight_decay;
   for_each_table(
       tensors,
@@ -264,7 +302,11 @@ void adamw_cuda(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) 
         return e.param.numel();
       },
       [&](const TensorTable& table, int32_t blocks, int64_t) {
-        adamw_multi_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(table, s);
+        if (factor == nullptr) {
+          adamw_multi_kernel<false><<<blocks, kBlock, 0, cuda::current_stream()>>>(table, s);
+        } else {
+          adamw_multi_kernel<true><<<blocks, kBlock, 0, cuda::current_stream()>>>(table, s);
+        }
         ZERO_CUDA_LAUNCH_CHECK();
       });
 }
@@ -308,10 +350,18 @@ void scale_cuda(const std::vector<Tensor>& tensors, float factor) {
   });
 }
 
+void clip_factor_cuda(const Tensor& sum_sq, float max_norm, float grad_scale, const Tensor& out) {
+  cuda::set_device(out);
+  clip_factor_kernel<<<1, 1, 0, cuda::current_stream()>>>(rows_of(sum_sq), max_norm, grad_scale,
+                                                          rows_of(out));
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 ZERO_REGISTER_KERNEL(adamw, kCuda, adamw_cuda);
 ZERO_REGISTER_KERNEL(sum_of_squares, kCuda, sum_of_squares_cuda);
 ZERO_REGISTER_KERNEL(scale, kCuda, scale_cuda);
+ZERO_REGISTER_KERNEL(clip_factor, kCuda, clip_factor_cuda);
 
 }  // namespace zero::ops
