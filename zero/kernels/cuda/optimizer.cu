@@ -122,11 +122,16 @@ __device__ inline void store4(T* p, const float (&x)[4]) {
 }
 
 // One element's update: the moments m, v and the parameter p, from the gradient g.
+// Every multiply-add is written out (fmaf, __fmul_rn), so that ptxas cannot contract the
+// same formula differently in the kernel's two instances: with and without the clip
+// factor, an update must be the same bits (Note [The clip factor on the device] in
+// optim/grad_clip.cpp). Left to itself it did, and moved results by an ulp.
 __device__ inline void adamw_update(float g, float& m, float& v, float& p, float decay,
                                     const AdamWScalars& s) {
-  m = s.beta1 * m + (1.0f - s.beta1) * g;
-  v = s.beta2 * v + (1.0f - s.beta2) * g * g;
-  p = p * decay - s.step_size * m / (sqrtf(v) * s.inv_sqrt_bc2 + s.eps);
+  m = fmaf(1.0f - s.beta1, g, __fmul_rn(s.beta1, m));
+  v = fmaf(__fmul_rn(1.0f - s.beta2, g), g, __fmul_rn(s.beta2, v));
+  const float step = __fdiv_rn(__fmul_rn(s.step_size, m), fmaf(sqrtf(v), s.inv_sqrt_bc2, s.eps));
+  p = fmaf(p, decay, -step);
 }
 
 // Elements [begin, end) of one tensor: G the gradient's type, C the copy's; with kFactor,
@@ -148,7 +153,7 @@ __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, f
       float gi[4], mi[4], vi[4], pi[4];
       load4(g + i, gi), load4(m + i, mi), load4(v + i, vi), load4(p + i, pi);
       if constexpr (kFactor) {
-        for (int k = 0; k < 4; ++k) gi[k] *= factor;
+        for (int k = 0; k < 4; ++k) gi[k] = __fmul_rn(gi[k], factor);
       }
       for (int k = 0; k < 4; ++k) adamw_update(gi[k], mi[k], vi[k], pi[k], decay, s);
       store4(m + i, mi), store4(v + i, vi), store4(p + i, pi);
@@ -158,7 +163,7 @@ __device__ void adamw_range(float* p, const G* g, float* m, float* v, C* copy, f
   }
   for (int64_t i = rest + threadIdx.x; i < end; i += blockDim.x) {
     float gi = static_cast<float>(g[i]), mi = m[i], vi = v[i], pi = p[i];
-    if constexpr (kFactor) gi *= factor;
+    if constexpr (kFactor) gi = __fmul_rn(gi, factor);
     adamw_update(gi, mi, vi, pi, decay, s);
     m[i] = mi;
     v[i] = vi;
