@@ -72,12 +72,11 @@ __device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const E* a, c
 }
 
 // The warp's S^T and dP^T of one query tile become Z^T = P^T F and dS^T = P^T (dP^T F -
-// delta), in place: P^T = exp_of(S^T score_scale - lse), `stats` holding each query's
-// lse, an exponent of kA's base, and delta
-// (Note [Exponentials in base 2]), 0 where the causal mask or the ends hide the score
-// (kMasked: only for the tiles that have such scores, `tile_masked`), F the dropout
-// factors (kDropping). Thread (g, t) holds keys k0 + r0 + 2g + e / 2 against queries
-// q0 + 8j + 2t + e % 2 in [j][e].
+// delta), in place: P^T = exp_of(S^T score_scale - lse), with each query's lse (an
+// exponent of kA's base, Note [Exponentials in base 2]) and delta from `stats`; P^T is 0
+// where the causal mask or the ends hide the score (kMasked: only for the tiles that
+// have such scores, `tile_masked`); F are the dropout factors (kDropping). Thread (g, t)
+// holds keys k0 + r0 + 2g + e / 2 against queries q0 + 8j + 2t + e % 2 in [j][e].
 template <Arith kA, bool kMasked, bool kDropping>
 __device__ inline void backward_probabilities(float st[kSteps][4], float dpt[kSteps][4],
                                               const float2* stats, int q0,
@@ -97,7 +96,7 @@ __device__ inline void backward_probabilities(float st[kSteps][4], float dpt[kSt
       if constexpr (kMasked) p = visible(q0 + c, key, Tq, Tk, causal) ? p : 0.0f;
       if constexpr (kDropping) {
         const float fe = f[2 * (e % 2) + e / 2];
-        st[j][e] = p * fe;                              // Z^T
+        st[j][e] = p * fe;                         // Z^T
         dpt[j][e] = p * (dpt[j][e] * fe - row.y);  // dS^T
       } else {
         st[j][e] = p;
@@ -270,9 +269,9 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
     };
     using Yes = std::true_type;
     using No = std::false_type;
-    // Three instances, not four: with dropout every tile takes the masked one, which
-    // spills less than a fourth instance would make it (bf16, D = 64: 0.204 against
-    // 0.210 ms for the char model's backward).
+    // Three instances, not four: with dropout every tile takes the masked one. A fourth
+    // instance made ptxas spill more (three blocks an SM, bf16, D = 64, the char model's
+    // backward: 0.204 ms with three instances, 0.210 with four).
     if (drop.p != 0.0f) {
       probabilities(Yes{}, Yes{});
     } else if (masked) {
