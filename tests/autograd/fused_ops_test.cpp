@@ -382,7 +382,8 @@ TEST_P(FusedOpsTest, LinearCrossEntropyMatchesComposition) {
       grads_of([&] { return lce_reference(x, w, t, -100); }, {x, w});
   // One chunk (the default for this vocabulary), then chunks of 5 rows: 37 = 7 * 5 + 2,
   // so the mean must run over the whole batch, not each chunk.
-  for (int64_t chunk : {OpLinearCrossEntropy::default_chunk_rows(vocab), int64_t{5}, int64_t{1}}) {
+  const int64_t one_chunk = OpLinearCrossEntropy::default_chunk_rows(vocab, n, 4);
+  for (int64_t chunk : {one_chunk, int64_t{5}, int64_t{1}}) {
     SCOPED_TRACE("chunk rows " + std::to_string(chunk));
     Tensor loss = lce_chunked(x, w, t, chunk);
     EXPECT_EQ(loss.dim(), 0);
@@ -446,9 +447,15 @@ TEST_P(FusedOpsTest, LinearCrossEntropyAllIgnoredIsZero) {
 }
 
 TEST_P(FusedOpsTest, LinearCrossEntropyDefaultChunkRows) {
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(65), 8192);      // character vocabulary
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304), 1280);   // GPT-2, <= 256 MiB of logits
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(1 << 20), 256);  // the floor
+  // A character vocabulary: the maximum of 8192 rows; 16384 rows in two chunks of it.
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(65, 16384, 4), 8192);
+  // GPT-2, <= 256 MiB of logits: at most 1280 FP32 rows, so 8192 rows in 7 chunks of
+  // 1216 (the last 896); at most 2624 BF16 rows, so 4 chunks of 2048.
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 8192, 4), 1216);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 8192, 2), 2048);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 1280, 4), 1280);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(1 << 20, 8192, 4), 256);  // the floor
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(65, 5, 4), 64);  // a few rows: one chunk
 }
 
 TEST_P(FusedOpsTest, LinearCrossEntropyBadTargetsAndShapesAreErrors) {

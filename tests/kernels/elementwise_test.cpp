@@ -199,6 +199,51 @@ TEST_P(ElementwiseTest, BinaryOpsOnNonContiguousOperands) {
   }
 }
 
+// An operand repeated along the other's leading dimensions: a position table (5, 8)
+// over (3, 5, 8), a bias (8), one element in three shapes, in both operand orders, for
+// every op; a bias whose size is not a whole number of 16-byte packs (6); an output whose
+// size is not either (13 elements). CUDA takes its repeated-operand path for all but the
+// bias of 6, which the strided path takes; every case is checked against a naive loop.
+TEST_P(ElementwiseTest, BinaryOpsWithRepeatedOperands) {
+  auto ramp = [](int64_t n, float start, float step) {
+    std::vector<float> v;
+    for (int64_t k = 0; k < n; ++k) v.push_back(start + step * static_cast<float>(k % 17));
+    return v;
+  };
+  const std::vector<std::pair<BinaryOp, std::function<double(double, double)>>> ops_list = {
+      {BinaryOp::kAdd, [](double x, double y) { return x + y; }},
+      {BinaryOp::kSub, [](double x, double y) { return x - y; }},
+      {BinaryOp::kMul, [](double x, double y) { return x * y; }},
+      {BinaryOp::kDiv, [](double x, double y) { return x / y; }},
+  };
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 5, 8}, {5, 8}}, {{3, 5, 8}, {8}}, {{3, 5, 8}, {}}, {{3, 5, 8}, {1}},
+      {{3, 5, 8}, {1, 1, 8}}, {{4, 6}, {6}}, {{13}, {}}, {{13}, {1}},
+  };
+  for (const auto& [full_shape, rep_shape] : cases) {
+    const Tensor full_probe = Tensor::Empty(full_shape, TensorOption());
+    const Tensor rep_probe = Tensor::Empty(rep_shape, TensorOption());
+    const int64_t n = full_probe.numel(), m = rep_probe.numel();
+    const std::vector<float> fv = ramp(n, 0.5f, 0.25f), rv = ramp(m, 1.25f, 0.5f);
+    const Tensor full = Tensor::From(fv, full_shape).To(device());
+    const Tensor rep = Tensor::From(rv, rep_shape).To(device());
+    for (const auto& [op, f] : ops_list) {
+      SCOPED_TRACE("op " + std::to_string(static_cast<int>(op)) + ", " +
+                   shape_to_string(full_shape) + " with " + shape_to_string(rep_shape));
+      std::vector<float> forward, backward;
+      for (int64_t i = 0; i < n; ++i) {
+        forward.push_back(static_cast<float>(f(fv[i], rv[i % m])));
+        backward.push_back(static_cast<float>(f(rv[i % m], fv[i])));
+      }
+      Tensor out = Tensor::Empty(full_shape, full.options());
+      ops::binary(op, full, rep, out);
+      expect_close(out, forward);
+      ops::binary(op, rep, full, out);
+      expect_close(out, backward);
+    }
+  }
+}
+
 TEST_P(ElementwiseTest, BinaryGradientsOnNonContiguousOperands) {
   Tensor a = testing::randn_leaf({4, 3}, device(), 11);
   Tensor b = testing::randn_leaf({3, 4}, device(), 12);

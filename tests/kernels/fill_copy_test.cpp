@@ -1,5 +1,6 @@
 // Tests of fill, arange and copy (kernels/fill_copy.cpp + cpu/fill_copy_cpu.cpp) on
 // contiguous and strided tensors of both dtypes, and the copy's argument checks.
+#include <cmath>
 #include <string>
 
 #include "tests/support/test_support.h"
@@ -25,6 +26,27 @@ TEST_P(FillCopyTest, FillContiguousAndStrided) {
   Tensor s = Tensor::Zeros({}).To(device());
   ops::fill(s, 3.0f);
   EXPECT_FLOAT_EQ(s.Item(), 3.0f);
+}
+
+// Zero is the fast case (a memset on CUDA when the tensor is contiguous): it must clear
+// every element of a contiguous tensor of each width, only the elements of a strided
+// view, and leave -0 to the kernel, which keeps its sign bit.
+TEST_P(FillCopyTest, FillWithZeros) {
+  Tensor t = Tensor::Full({3, 4}, 2.5f).To(device());
+  ops::fill(t.Transpose(0, 1).Slice(0, 1, 4, 2), 0.0f);
+  expect_close(t, {2.5f, 0, 2.5f, 0, 2.5f, 0, 2.5f, 0, 2.5f, 0, 2.5f, 0});
+  ops::fill(t, 0.0f);
+  expect_close(t, std::vector<float>(12, 0.0f));
+  ops::fill(t, -0.0f);
+  for (float v : t.ToVector<float>()) EXPECT_TRUE(v == 0.0f && std::signbit(v));
+  for (DataType dtype : {DataType::BF16, DataType::I32}) {
+    Tensor h = Tensor::Empty({7}, TensorOption().WithDtype(dtype).OnDevice(device()));
+    ops::fill(h, 3.0f);
+    ops::fill(h, 0.0f);
+    Tensor back = Tensor::Empty({7}, TensorOption().OnDevice(device()));
+    ops::convert(h, back);
+    expect_close(back, std::vector<float>(7, 0.0f));
+  }
 }
 
 TEST_P(FillCopyTest, ArangeBothDtypes) {

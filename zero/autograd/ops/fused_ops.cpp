@@ -139,17 +139,24 @@ void OpPackedAttention::ReleaseSaved_() {
 
 // ---- Linear + cross-entropy --------------------------------------------------
 
-int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab) {
+int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab, int64_t rows,
+                                                 int64_t element_bytes) {
   // At most 256 MiB of logits, in a multiple of 64 rows: GPT-2's 50304-word vocabulary
-  // gets 1280 rows a chunk (7 chunks for B*T = 8192, against 1.6 GiB for the full
-  // logits); a character vocabulary gets the maximum, 8192 rows (2 MiB). The multiple
-  // keeps the rows of the transposed gradient (Note [The head's weight gradient]) and
-  // each chunk's start 256-byte aligned. With 1334 rows cuBLAS ran its kernels for
-  // misaligned operands, and the op took 13.0 ms of GPT-2's TF32 step instead of 8.7
-  // (docs/speed_notes.md, item 21).
-  constexpr int64_t kChunkFloats = int64_t{64} << 20;
-  const int64_t rows = kChunkFloats / std::max<int64_t>(vocab, 1) / 64 * 64;
-  return std::clamp<int64_t>(rows, 256, 8192);
+  // gets up to 1280 rows a chunk in FP32 and 2624 in BF16 (against 1.6 GiB and 0.8 GiB
+  // for the full logits of B*T = 8192 rows); a character vocabulary gets the maximum,
+  // 8192 rows (2 MiB). The multiple keeps the rows of the transposed gradient (Note [The
+  // head's weight gradient]) and each chunk's start 256-byte aligned. With 1334 rows
+  // cuBLAS ran its kernels for misaligned operands, and the op took 13.0 ms of GPT-2's
+  // TF32 step instead of 8.7 (docs/speed_notes.md, item 21). The rows are then spread
+  // evenly over the chunks they need: BF16's 8192 rows take 4 chunks of 2048, not 3 of
+  // 2624 and a fourth of 320 (item 42).
+  constexpr int64_t kChunkBytes = int64_t{256} << 20;
+  const int64_t most = std::clamp<int64_t>(
+      kChunkBytes / std::max<int64_t>(element_bytes, 1) / std::max<int64_t>(vocab, 1) / 64 * 64,
+      256, 8192);
+  const int64_t chunks = std::max<int64_t>((rows + most - 1) / most, 1);
+  const int64_t even = ((rows + chunks - 1) / chunks + 63) / 64 * 64;
+  return std::clamp<int64_t>(even, 64, most);
 }
 
 // Note [Gradients in the forward pass]
@@ -380,7 +387,8 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor&
   const bool recording = GradMode::enabled() && x.dtype() != DataType::F16;
   return autograd::RunOp<autograd::OpLinearCrossEntropy>(
       {x.Contiguous(), weight.Contiguous(), targets.Contiguous()}, ignore_index,
-      autograd::OpLinearCrossEntropy::default_chunk_rows(weight.size(0)),
+      autograd::OpLinearCrossEntropy::default_chunk_rows(weight.size(0), x.size(0),
+                                                          dtype_size(x.dtype())),
       recording && x.requires_grad(), recording && weight.requires_grad());
 }
 

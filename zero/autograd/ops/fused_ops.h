@@ -182,10 +182,11 @@ class OpLinearCrossEntropy : public TensorOp {
         grad_weight_in_forward_(grad_weight_in_forward) {}
   /// "OpLinearCrossEntropy".
   const char* name() const override { return "OpLinearCrossEntropy"; }
-  /// Rows per chunk for vocabulary size `vocab`: as many as fit in a fixed budget of
-  /// logits (big enough chunks keep the GEMMs efficient and the gradient
-  /// accumulations few), between 256 and 8192 rows.
-  static int64_t default_chunk_rows(int64_t vocab);
+  /// Rows per chunk for `rows` rows over vocabulary size `vocab`, logits of
+  /// `element_bytes` each: at most as many as fit in a fixed budget of logits (big
+  /// enough chunks keep the GEMMs efficient and the gradient accumulations few), between
+  /// 256 and 8192, then spread evenly over the chunks (a multiple of 64, at least 64).
+  static int64_t default_chunk_rows(int64_t vocab, int64_t rows, int64_t element_bytes);
 
  protected:
   /// Runs the chunks forward; saves lse and count.

@@ -24,34 +24,57 @@ __device__ inline bool packed_row(const T* row, int64_t V) {
 // attention). A GPT-2 row is 50304 floats, too long to stay in cache between a pass for
 // the maximum and a pass for the sum, so this halves the kernel's memory traffic. The
 // row is read 16 bytes a thread at a time where it can be: 2-byte loads of a BF16 row
-// would move a warp's 64 bytes per instruction, half a cache line.
+// would move a warp's 64 bytes per instruction, half a cache line. Each thread loads
+// kRowUnroll such packs before it uses any, and folds them into (m, s) as one group: one
+// rescale a group instead of a branch a value, and four loads in flight instead of one
+// (a GPT-2 BF16 chunk went from 77 to ... us; docs/speed_notes.md, item 42).
 // The row may be f32, bf16 or f16: every value is loaded into float, and m, s, lse and
-// the loss are FP32.
+// the loss are FP32. A NaN in the row makes the sum, so lse and the loss, NaN.
+constexpr int kRowUnroll = 4;
+
+// Folds `count` values x into the running (m, s). While every value so far is -inf
+// (m = -inf), the exponentials are taken against 0 and add nothing.
+__device__ inline void fold_group(const float* x, int count, float& m, float& s) {
+  float group_max = -INFINITY;
+  for (int k = 0; k < count; ++k) group_max = fmaxf(group_max, x[k]);
+  const float m_new = fmaxf(m, group_max);
+  const float base = m_new == -INFINITY ? 0.0f : m_new;
+  float add = 0.0f;
+  for (int k = 0; k < count; ++k) add += __expf(x[k] - base);
+  s = s * __expf(m - base) + add;
+  m = m_new;
+}
+
 template <typename T>
 __device__ inline void cross_entropy_row(const T* row, int32_t t, int ignore_index, int64_t V,
                                          float* lse, float* loss) {
   __shared__ float scratch[2][32];
   float m = -INFINITY, s = 0.0f;
-  const auto add = [&](float x) {
-    if (x > m) {
-      s = s * __expf(m - x) + 1.0f;  // exp(-inf) = 0 on the first value
-      m = x;
-    } else if (m > -INFINITY) {  // while m = -inf, x is -inf too and adds nothing
-      s += __expf(x - m);
-    }
-  };
+  constexpr int N = kPack<T>;
+  const int64_t step = static_cast<int64_t>(blockDim.x);
   if (packed_row(row, V)) {
     const Pack<T>* packs = reinterpret_cast<const Pack<T>*>(row);
-    for (int64_t i = threadIdx.x; i < V / kPack<T>; i += blockDim.x) {
-      const Pack<T> p = packs[i];
+    const int64_t count = V / N;
+    for (int64_t i = threadIdx.x; i < count; i += kRowUnroll * step) {
+      float x[kRowUnroll * N];
 #pragma unroll
-      for (int e = 0; e < kPack<T>; ++e) add(static_cast<float>(p.v[e]));
+      for (int u = 0; u < kRowUnroll; ++u) {
+        Pack<T> p;
+        const bool in = i + u * step < count;
+        if (in) p = packs[i + u * step];
+#pragma unroll
+        for (int e = 0; e < N; ++e) x[u * N + e] = in ? static_cast<float>(p.v[e]) : -INFINITY;
+      }
+      fold_group(x, kRowUnroll * N, m, s);
     }
   } else {
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) add(static_cast<float>(row[i]));
+    for (int64_t i = threadIdx.x; i < V; i += step) {
+      const float x = static_cast<float>(row[i]);
+      fold_group(&x, 1, m, s);
+    }
   }
   const float row_max = block_max(m, scratch[0]);
-  s = m > -INFINITY ? s * __expf(m - row_max) : 0.0f;
+  s = m > -INFINITY ? s * __expf(m - row_max) : s;  // s is 0 here unless it is NaN
   s = block_sum(s, scratch[1]);
   m = row_max;
   if (threadIdx.x == 0) {
@@ -64,7 +87,8 @@ __device__ inline void cross_entropy_row(const T* row, int32_t t, int ignore_ind
 
 // Block-wide: grad[j] = scale * (exp(row[j] - lse) - (j == t)), the gradient of a row's
 // loss times `scale`, each value rounded once to T. `grad` may be `row` itself (in place).
-// 16 bytes a thread at a time where both rows allow it, as cross_entropy_row.
+// 16 bytes a thread at a time where both rows allow it, kRowUnroll packs loaded at
+// once, as cross_entropy_row.
 template <typename T>
 __device__ inline void cross_entropy_grad_row(const T* row, T* grad, int32_t t, float lse,
                                               float scale, int64_t V) {
@@ -74,13 +98,23 @@ __device__ inline void cross_entropy_grad_row(const T* row, T* grad, int32_t t, 
   if (packed_row(row, V) && packed_row<T>(grad, V)) {
     const Pack<T>* in = reinterpret_cast<const Pack<T>*>(row);
     Pack<T>* out = reinterpret_cast<Pack<T>*>(grad);
-    for (int64_t i = threadIdx.x; i < V / kPack<T>; i += blockDim.x) {
-      Pack<T> p = in[i];
+    const int64_t count = V / kPack<T>, step = static_cast<int64_t>(blockDim.x);
+    for (int64_t i = threadIdx.x; i < count; i += kRowUnroll * step) {
+      Pack<T> p[kRowUnroll];  // all loads first, as in cross_entropy_row
 #pragma unroll
-      for (int e = 0; e < kPack<T>; ++e) {
-        p.v[e] = value(static_cast<float>(p.v[e]), i * kPack<T> + e);
+      for (int u = 0; u < kRowUnroll; ++u) {
+        if (i + u * step < count) p[u] = in[i + u * step];
       }
-      out[i] = p;
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t k = i + u * step;
+        if (k >= count) break;
+#pragma unroll
+        for (int e = 0; e < kPack<T>; ++e) {
+          p[u].v[e] = value(static_cast<float>(p[u].v[e]), k * kPack<T> + e);
+        }
+        out[k] = p[u];
+      }
     }
     return;
   }

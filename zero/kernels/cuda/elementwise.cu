@@ -3,7 +3,11 @@
 // float (dtype_dispatch.h). Contiguous, 16-byte aligned operands take a packed path
 // (16-byte loads and stores: 4 floats or 8 BF16/F16 values a thread); anything else
 // takes the strided path, which maps each output index through DimsArg, a division per
-// dimension per element. Both round each result once, so they give the same bits.
+// dimension per element. Between them, an operand that repeats along the other's
+// leading dimensions (a bias, a position table, a one-element gradient) keeps the packed
+// path, indexing its packs modulo its size. All round each result once, so they give the
+// same bits.
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -128,6 +132,40 @@ __global__ void binary_vec_kernel(const T* a, const T* b, T* out, int64_t n, F f
   if (i < n - groups * N) out[j] = T(f(float(a[j]), float(b[j])));
 }
 
+// out = f(a, b) for contiguous a and out, where b holds m contiguous elements repeated
+// along a's leading dimensions: element i meets b[i % m]. m == 1 is a scalar; otherwise
+// m % kPack == 0, so each pack of a meets one whole pack of b.
+template <typename T, typename F>
+__global__ void binary_repeat_vec_kernel(const T* a, const T* b, int64_t m, T* out, int64_t n,
+                                         F f) {
+  constexpr int N = kPack<T>;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t groups = n / N;
+  if (i < groups) {
+    const Pack<T> x = reinterpret_cast<const Pack<T>*>(a)[i];
+    Pack<T> y;
+    if (m == 1) {
+#pragma unroll
+      for (int e = 0; e < N; ++e) y.v[e] = b[0];
+    } else {
+      y = reinterpret_cast<const Pack<T>*>(b)[i * N % m / N];
+    }
+    Pack<T> r;
+#pragma unroll
+    for (int e = 0; e < N; ++e) r.v[e] = T(f(float(x.v[e]), float(y.v[e])));
+    reinterpret_cast<Pack<T>*>(out)[i] = r;
+  }
+  const int64_t j = groups * N + i;
+  if (i < n - groups * N) out[j] = T(f(float(a[j]), float(b[j % m])));
+}
+
+// f with its operands exchanged, for when the repeated operand is the first one.
+template <typename F>
+struct Swapped {
+  F f;
+  __device__ float operator()(float a, float b) const { return f(b, a); }
+};
+
 template <typename T, typename F>
 __global__ void binary_strided_kernel(const T* a, DimsArg da, const T* b, DimsArg db, T* out,
                                       DimsArg dout, int64_t n, F f) {
@@ -192,15 +230,42 @@ __global__ void ternary_strided_kernel(const T* x, DimsArg dx, const T* y, DimsA
 
 // ---------------------------------------------------------------- launchers
 
+// Whether `t` can be binary_repeat_vec_kernel's b for an output of shape `out`: one
+// element, or contiguous, 16-byte aligned, a whole number of packs, and its shape (less
+// any leading 1s) the trailing dimensions of `out`.
+template <typename T>
+bool repeats_along_leading(const Tensor& t, const Shape& out) {
+  if (t.numel() == 1) return true;
+  if (!cuda::vec4_ok(t) || t.numel() % kPack<T> != 0) return false;
+  const Shape& s = t.sizes();
+  const auto first = std::find_if(s.begin(), s.end(), [](int64_t d) { return d != 1; });
+  const auto k = static_cast<size_t>(s.end() - first);
+  return k <= out.size() && std::equal(first, s.end(), out.end() - k);
+}
+
 template <typename T, typename F>
 void launch_binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
-  const bool same = a.sizes() == out.sizes() && b.sizes() == out.sizes();
-  if (same && cuda::vec4_ok(a) && cuda::vec4_ok(b) && cuda::vec4_ok(out)) {
-    binary_vec_kernel<<<grid_for(n, kPack<T>), kBlock, 0, cuda::current_stream()>>>(
+  const bool full_a = a.sizes() == out.sizes() && cuda::vec4_ok(a);
+  const bool full_b = b.sizes() == out.sizes() && cuda::vec4_ok(b);
+  const unsigned grid = grid_for(n, kPack<T>);
+  if (cuda::vec4_ok(out) && full_a && full_b) {
+    binary_vec_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
         a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), n, f);
+    ZERO_CUDA_LAUNCH_CHECK();
+    return;
+  }
+  if (cuda::vec4_ok(out) && full_a && repeats_along_leading<T>(b, out.sizes())) {
+    binary_repeat_vec_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
+        a.data_ptr<T>(), b.data_ptr<T>(), b.numel(), out.data_ptr<T>(), n, f);
+    ZERO_CUDA_LAUNCH_CHECK();
+    return;
+  }
+  if (cuda::vec4_ok(out) && full_b && repeats_along_leading<T>(a, out.sizes())) {
+    binary_repeat_vec_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
+        b.data_ptr<T>(), a.data_ptr<T>(), a.numel(), out.data_ptr<T>(), n, Swapped<F>{f});
     ZERO_CUDA_LAUNCH_CHECK();
     return;
   }

@@ -2,6 +2,8 @@
 // behind Tensor::To. Host<->device copies go through cudaMemcpy and are the
 // synchronisation points of a program; a non-contiguous side is first gathered
 // into a contiguous temporary on its own device.
+#include <cmath>
+
 #include "zero/core/philox.h"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dims_arg.h"
@@ -19,6 +21,12 @@ template <typename T>
 __global__ void fill_kernel(T* out, DimsArg d, int64_t n, T value) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[d.Offset(i)] = value;
+}
+
+template <typename T>
+__global__ void fill_contiguous_kernel(T* out, int64_t n, T value) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = value;
 }
 
 template <typename T>
@@ -91,12 +99,25 @@ void copy_on_device(const Tensor& src, const Tensor& dst) {
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
+// Zeros of every dtype are all-zero bytes, so a contiguous fill with +0 is a memset: it
+// runs at the copy engines' rate, where the DimsArg kernel's index divisions held a
+// 150 MB gradient buffer to a quarter of the memory bandwidth (docs/speed_notes.md, item 42).
 void fill_cuda(const Tensor& out, float value) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
+  if (out.is_contiguous() && value == 0.0f && !std::signbit(value)) {
+    ZERO_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, n * dtype_size(out.dtype()),
+                                    cuda::current_stream()));
+    return;
+  }
   dispatch_dtype<AllTypes>(out.dtype(), "fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if (out.is_contiguous()) {
+      fill_contiguous_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
+          out.data_ptr<T>(), n, static_cast<T>(value));
+      return;
+    }
     fill_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(
         out.data_ptr<T>(), DimsArg::Of(out.meta()), n, static_cast<T>(value));
   });

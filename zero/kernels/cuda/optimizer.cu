@@ -218,12 +218,22 @@ __global__ void sum_of_squares_kernel(TensorTable table, float* partials, int64_
 }
 
 // One block sums the partials in a fixed order, so the norm is the same on every run.
+// GPT-2 has about 52,000 of them: one SM's loop of dependent loads took 86 us, so each
+// thread keeps four sums over four loads in flight (docs/speed_notes.md, item 42).
+constexpr int kPartialsThreads = 1024;
 __global__ void sum_partials_kernel(const float* partials, int64_t n, float* out) {
   __shared__ float shared[32];
-  float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += partials[i];
-  acc = cuda::block_sum(acc, shared);
-  if (threadIdx.x == 0) out[0] = acc;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t stride = 4 * static_cast<int64_t>(blockDim.x);
+  for (int64_t i = threadIdx.x; i < n; i += stride) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t j = i + k * static_cast<int64_t>(blockDim.x);
+      if (j < n) acc[k] += partials[j];
+    }
+  }
+  const float total = cuda::block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]), shared);
+  if (threadIdx.x == 0) out[0] = total;
 }
 
 __global__ void scale_multi_kernel(TensorTable table, float factor) {
@@ -335,7 +345,7 @@ Tensor sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
         table, rows_of(partials), before);
     ZERO_CUDA_LAUNCH_CHECK();
   });
-  sum_partials_kernel<<<1, kBlock, 0, cuda::current_stream()>>>(rows_of(partials),
+  sum_partials_kernel<<<1, kPartialsThreads, 0, cuda::current_stream()>>>(rows_of(partials),
                                                                       total_blocks, rows_of(out));
   ZERO_CUDA_LAUNCH_CHECK();
   return out;
