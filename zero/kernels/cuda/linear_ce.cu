@@ -68,8 +68,9 @@ __global__ void chunk_backward_kernel(T* logits, const int32_t* targets, const f
 // The two kernels read a GPT-2 row from memory twice; this reads it once (Note
 // [Gradients in the forward pass] in autograd/ops/fused_ops.cpp says when the forward
 // makes the gradient; docs/speed_notes.md, item 44). The row must fit in shared memory:
-// kMaxSharedRow bytes, two blocks an SM.
-constexpr int kFusedThreads = 512;
+// kMaxSharedRow bytes, two blocks an SM. It runs chunk_rows_kernel's number of threads,
+// so each thread sums the same values in the same order and lse is the same to the bit.
+constexpr int kFusedThreads = kRowThreads;
 constexpr int64_t kMaxSharedRow = 110 * 1024;
 template <typename T>
 __global__ void __launch_bounds__(kFusedThreads)
