@@ -2,9 +2,7 @@
 // non-ignored targets (kept on the device, so no chunk synchronises with the host),
 // the forward of one chunk (row logsumexp, then one block adds the chunk's summed
 // losses / count to the loss, in a fixed order so the result is deterministic), and
-// the backward done in place on the chunk's logits (optionally also written transposed),
-// or both in one kernel when the forward makes the gradient and a row fits in shared
-// memory.
+// the backward done in place on the chunk's logits (optionally also written transposed).
 // A target outside [0, V) gives a NaN loss: see Note [Bad indices on the GPU]. The
 // chunk's logits (and the transposed gradient) may be f32, bf16 or f16 (the kernels'
 // T): each is loaded into float and each gradient rounded once; lse, count and the loss
@@ -62,44 +60,6 @@ __global__ void chunk_backward_kernel(T* logits, const int32_t* targets, const f
   cuda::cross_entropy_grad_row<T>(row, row, t, lse[blockIdx.x], scale, V);
 }
 
-// Row i of the chunk, forward and backward in one pass over memory: the row is copied
-// into shared memory, its logsumexp and loss are taken from there as chunk_rows_kernel
-// takes them, and its gradient is written over it as chunk_backward_kernel writes it.
-// The two kernels read a GPT-2 row from memory twice; this reads it once (Note
-// [Gradients in the forward pass] in autograd/ops/fused_ops.cpp says when the forward
-// makes the gradient; docs/speed_notes.md, item 44). The row must fit in shared memory:
-// kMaxSharedRow bytes, two blocks an SM. It runs chunk_rows_kernel's number of threads,
-// so each thread sums the same values in the same order and lse is the same to the bit.
-constexpr int kFusedThreads = kRowThreads;
-constexpr int64_t kMaxSharedRow = 110 * 1024;
-template <typename T>
-__global__ void __launch_bounds__(kFusedThreads)
-    chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index, float* lse,
-                           float* row_loss, const float* grad_loss, const float* count, int64_t V) {
-  extern __shared__ __align__(16) unsigned char shared_row[];
-  __shared__ float row_lse, loss;
-  T* row_s = reinterpret_cast<T*>(shared_row);
-  T* row = logits + blockIdx.x * V;
-  if (cuda::packed_row<T>(row, V)) {
-    const cuda::Pack<T>* in = reinterpret_cast<const cuda::Pack<T>*>(row);
-    cuda::Pack<T>* out = reinterpret_cast<cuda::Pack<T>*>(row_s);
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < V / cuda::kPack<T>; i += blockDim.x) out[i] = in[i];
-  } else {
-    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) row_s[j] = row[j];
-  }
-  __syncthreads();
-  const int32_t t = targets[blockIdx.x];
-  cuda::cross_entropy_row(row_s, t, ignore_index, V, &row_lse, &loss);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    lse[blockIdx.x] = row_lse;
-    row_loss[blockIdx.x] = loss;
-  }
-  const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
-  cuda::cross_entropy_grad_row<T>(row_s, row, t, row_lse, scale, V);
-}
-
 // The same in 32 x 32 tiles, also writing the gradient transposed into [V, n]: each
 // block reads its tile along rows and writes both outputs along their rows, the
 // transposed one through shared memory (a padded row keeps the column reads free of
@@ -140,43 +100,22 @@ void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
-void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets,
-                                       const Tensor& lse, const Tensor& grad_loss,
-                                       const Tensor& count, int ignore_index,
-                                       const Tensor& transposed);
-
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets,
                                       int ignore_index, const Tensor& count, const Tensor& lse,
-                                      const Tensor& loss, const Tensor& grad_loss) {
+                                      const Tensor& loss) {
   const int64_t n = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
   Tensor row_loss = Tensor::Empty({n}, lse.options());  // (n) FP32
-  const int64_t row_bytes = V * static_cast<int64_t>(dtype_size(logits.dtype()));
-  const bool fused = grad_loss.defined() && row_bytes <= kMaxSharedRow;
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (fused) {
-      ZERO_CUDA_CHECK(cudaFuncSetAttribute(chunk_rows_grad_kernel<T>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kMaxSharedRow)));
-      chunk_rows_grad_kernel<T><<<static_cast<unsigned>(n), kFusedThreads,
-                                  static_cast<size_t>(row_bytes), cuda::current_stream()>>>(
-          logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
-          row_loss.data_ptr<float>(), grad_loss.data_ptr<float>(), count.data_ptr<float>(), V);
-    } else {
-      chunk_rows_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
-          logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
-          row_loss.data_ptr<float>(), V);
-    }
+    chunk_rows_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
+        logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
+        row_loss.data_ptr<float>(), V);
     ZERO_CUDA_LAUNCH_CHECK();
   });
   chunk_mean_kernel<<<1, kReduceThreads, 0, cuda::current_stream()>>>(
       row_loss.data_ptr<float>(), n, count.data_ptr<float>(), loss.data_ptr<float>());
   ZERO_CUDA_LAUNCH_CHECK();
-  if (grad_loss.defined() && !fused) {
-    cross_entropy_chunk_backward_cuda(logits, targets, lse, grad_loss, count, ignore_index,
-                                      Tensor());
-  }
 }
 
 void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targets,
