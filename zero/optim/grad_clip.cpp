@@ -11,8 +11,8 @@
 // thread), and AdamW multiplies each gradient by the factor in a register as it loads
 // it (AdamWParams::grad_factor). The host learns the norm only when it next waits for
 // the device anyway, reading the loss at the end of the step (train/trainer.cpp).
-// Nothing changes in the results: the kernel repeats the host arithmetic below
-// operation for operation (the F32 sum widened to double, sqrt and the unscale in
+// Nothing changes in the results: the kernel runs the host arithmetic below, the same
+// functions of kernels/clip_rule.h (the F32 sum widened to double, sqrt and the unscale in
 // double, one rounding to float, the clip and the unscale in float), and a gradient
 // times the factor in a register is the very float that scale() stores. Skipping has to
 // move too: the host no longer decides before the update, so a non-finite norm becomes
@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "zero/autograd/grad_mode.h"
+#include "zero/kernels/clip_rule.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero::optim {
@@ -63,9 +64,9 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm, float gr
 
   const double sum_sq = ops::sum_of_squares(grads).Item();  // the one device->host copy
   // The true norm: that of the scaled gradients over the scale (exact when it is 1).
-  const float norm = static_cast<float>(std::sqrt(sum_sq) / grad_scale);
+  const float norm = ops::clip_norm(sum_sq, grad_scale);
   if (!std::isfinite(norm)) return norm;
-  const float clip = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+  const float clip = ops::clip_scale(norm, max_norm);
   if (grad_scale == 1.0f) {
     if (norm > max_norm) ops::scale(grads, clip);
   } else {

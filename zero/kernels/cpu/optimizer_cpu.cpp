@@ -10,9 +10,9 @@
 // optional copy of the updated parameter is rounded into its dtype C in the same loop.
 // With a grad_factor (the clip of gradient-norm clipping), g is multiplied by it first.
 #include <cmath>
-#include <limits>
 #include <type_traits>
 
+#include "zero/kernels/clip_rule.h"
 #include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/dtype_dispatch.h"
@@ -107,21 +107,15 @@ void scale_cpu(const std::vector<Tensor>& tensors, float factor) {
   for (const Tensor& t : tensors) binary_scalar(BinaryOp::kMul, t, factor, t);
 }
 
-// clip_grad_norm's decision, made where the sum is, in its very arithmetic: the sum
-// widened to double, sqrt and the unscale in double, one rounding, the clip in float
-// (Note [The clip factor on the device] in optim/grad_clip.cpp). The CUDA twin,
-// clip_factor_kernel in cuda/optimizer.cu, does the same operations in the same order.
+// clip_grad_norm's decision, made where the sum is, in its very arithmetic: the
+// functions of clip_rule.h, which clip_grad_norm and the CUDA twin (clip_factor_kernel
+// in cuda/optimizer.cu) call too (Note [The clip factor on the device] in
+// optim/grad_clip.cpp).
 void clip_factor_cpu(const Tensor& sum_sq, float max_norm, float grad_scale, const Tensor& out) {
-  const double sum = sum_sq.data_ptr<float>()[0];
-  const float norm = static_cast<float>(std::sqrt(sum) / grad_scale);
-  float factor = std::numeric_limits<float>::quiet_NaN();
-  if (std::isfinite(norm)) {
-    const float clip = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
-    factor = grad_scale == 1.0f ? clip : clip / grad_scale;
-  }
+  const float norm = clip_norm(sum_sq.data_ptr<float>()[0], grad_scale);
   float* o = out.data_ptr<float>();
   o[0] = norm;
-  o[1] = factor;
+  o[1] = clip_factor_value(norm, max_norm, grad_scale);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 // sums columns in FP32, rounding once on each store. mean, rstd and the column partials
 // are always FP32; grad_weight and grad_bias receive the FP32 totals in their dtype.
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "zero/kernels/cuda/block_reduce.cuh"
@@ -38,30 +40,65 @@ __device__ inline float load(const T* p, int64_t i) {
   return static_cast<float>(p[i]);
 }
 
-template <typename T>
+// kW consecutive elements of T, moved as one access of kW * sizeof(T) bytes.
+template <typename T, int kW>
+struct alignas(sizeof(T) * kW) Group {
+  T v[kW];
+};
+
+// Each lane reads kW consecutive values at a time (one 16-byte access in BF16 where the
+// row allows it; kW = 1 otherwise), the row's groups lane, lane + 32, ...
+template <typename T, int kW>
 __global__ void layer_norm_forward_kernel(const T* x, const T* w, const T* b, float eps, T* y,
                                           float* mean_out, float* rstd_out, int64_t N,
                                           int64_t C) {
+  using G = Group<T, kW>;
   const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
   if (r >= N) return;  // a whole warp leaves together
   const int lane = threadIdx.x % 32;
   const T* row = x + r * C;
+  const auto group = [](const T* p, int64_t c0) { return *reinterpret_cast<const G*>(p + c0); };
   float s = 0.0f;
-  for (int64_t i = lane; i < C; i += 32) s += load(row, i);
+  for (int64_t c0 = lane * kW; c0 < C; c0 += 32 * kW) {
+    const G a = group(row, c0);
+#pragma unroll
+    for (int e = 0; e < kW; ++e) s += static_cast<float>(a.v[e]);
+  }
   const float mean = warp_sum(s) / C;
   float v = 0.0f;  // second pass over the (cached) row: no cancellation as in E[x^2]-E[x]^2
-  for (int64_t i = lane; i < C; i += 32) {
-    const float d = load(row, i) - mean;
-    v += d * d;
+  for (int64_t c0 = lane * kW; c0 < C; c0 += 32 * kW) {
+    const G a = group(row, c0);
+#pragma unroll
+    for (int e = 0; e < kW; ++e) {
+      const float d = static_cast<float>(a.v[e]) - mean;
+      v += d * d;
+    }
   }
   const float rstd = rsqrtf(warp_sum(v) / C + eps);
-  for (int64_t i = lane; i < C; i += 32) {
-    y[r * C + i] = static_cast<T>((load(row, i) - mean) * rstd * load(w, i) + load(b, i));
+  for (int64_t c0 = lane * kW; c0 < C; c0 += 32 * kW) {
+    const G a = group(row, c0), gw = group(w, c0), gb = group(b, c0);
+    G out;
+#pragma unroll
+    for (int e = 0; e < kW; ++e) {
+      out.v[e] = static_cast<T>((static_cast<float>(a.v[e]) - mean) * rstd *
+                                    static_cast<float>(gw.v[e]) +
+                                static_cast<float>(gb.v[e]));
+    }
+    *reinterpret_cast<G*>(y + r * C + c0) = out;
   }
   if (lane == 0) {
     mean_out[r] = mean;
     rstd_out[r] = rstd;
   }
+}
+
+// Whether every tensor's data is aligned to `bytes` (each row then is too when C is a
+// multiple of the group).
+inline bool all_aligned(std::initializer_list<const Tensor*> tensors, size_t bytes) {
+  for (const Tensor* t : tensors) {
+    if (reinterpret_cast<uintptr_t>(t->data()) % bytes != 0) return false;
+  }
+  return true;
 }
 
 // grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w.
@@ -89,16 +126,31 @@ __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, con
 
 // The fused backward for C <= 32 * kCols: block b's warps take rows b * kRowsPerBlock *
 // kFusedRowsPerWarp .. in turn (warp w every kRowsPerBlock-th row), write grad_x as
-// layer_norm_grad_x_kernel does, and sum g * xhat and g for the columns lane + 32 m they
-// hold. The block's warps then add their sums in warp order into partial[b][0 or 1][c].
+// layer_norm_grad_x_kernel does, and sum g * xhat and g for the columns they hold. The
+// block's warps then add their sums in warp order into partial[b][0 or 1][c]. A lane
+// holds the kW-wide groups lane, lane + 32, ... of a row, each read and written in one
+// access, and the column sums build up in shared memory rather than in 2 * kCols
+// registers, so that two blocks share an SM: with kW = 1 (one 2-byte load per value in
+// BF16) and one block an SM (near 190 registers a thread), the kernel ran at a quarter
+// of the memory bandwidth (docs/speed_notes.md, item 45).
 constexpr int kFusedRowsPerWarp = 4;
-template <typename T, int kCols>
-__global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
+template <typename T, int kCols, int kW>
+__global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
     const T* g, const T* x, const T* w, const float* mean, const float* rstd, T* gx,
     float* partial, int64_t N, int64_t C) {
+  static_assert(kCols % kW == 0, "a lane holds whole groups");
+  using G = Group<T, kW>;
   extern __shared__ float shares[];  // (kRowsPerBlock, 2, C)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float gw[kCols] = {}, gb[kCols] = {};
+  // The warp's column sums, in its own rows of shares: each lane adds into its own
+  // columns only, so no other thread touches them until the block's sum below.
+  float* const share_w = shares + warp * 2 * C;
+  float* const share_b = share_w + C;
+#pragma unroll
+  for (int m = 0; m < kCols; ++m) {
+    const int64_t c = (lane + 32 * (m / kW)) * int64_t{kW} + m % kW;
+    if (c < C) share_w[c] = share_b[c] = 0.0f;
+  }
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock * kFusedRowsPerWarp;
   for (int k = 0; k < kFusedRowsPerWarp; ++k) {
     const int64_t r = first + k * kRowsPerBlock + warp;
@@ -106,32 +158,48 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
     const T* gr = g + r * C;
     const T* xr = x + r * C;
     const float mu = mean[r], rs = rstd[r];
-    float gv[kCols], xhat[kCols], s1 = 0.0f, s2 = 0.0f;
+    float gv[kCols], xhat[kCols], dxhat[kCols], s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int q = 0; q < kCols / kW; ++q) {
+      const int64_t c0 = (lane + 32 * q) * int64_t{kW};  // C % kW == 0: all of it or none
+      G a{}, b{}, c{};
+      if (c0 < C) {
+        a = *reinterpret_cast<const G*>(gr + c0);
+        b = *reinterpret_cast<const G*>(xr + c0);
+        c = *reinterpret_cast<const G*>(w + c0);
+      }
+#pragma unroll
+      for (int e = 0; e < kW; ++e) {
+        const int m = q * kW + e;
+        gv[m] = c0 < C ? static_cast<float>(a.v[e]) : 0.0f;
+        xhat[m] = c0 < C ? (static_cast<float>(b.v[e]) - mu) * rs : 0.0f;
+        dxhat[m] = gv[m] * static_cast<float>(c.v[e]);  // 0 past the row
+      }
+    }
 #pragma unroll
     for (int m = 0; m < kCols; ++m) {
-      const int64_t c = lane + 32 * m;
-      gv[m] = c < C ? load(gr, c) : 0.0f;
-      xhat[m] = c < C ? (load(xr, c) - mu) * rs : 0.0f;
-      const float dxhat = c < C ? gv[m] * load(w, c) : 0.0f;
-      s1 += dxhat;
-      s2 += dxhat * xhat[m];
-      gw[m] += gv[m] * xhat[m];
-      gb[m] += gv[m];
+      s1 += dxhat[m];
+      s2 += dxhat[m] * xhat[m];
     }
     s1 = warp_sum(s1) / C;
     s2 = warp_sum(s2) / C;
 #pragma unroll
-    for (int m = 0; m < kCols; ++m) {
-      const int64_t c = lane + 32 * m;
-      if (c < C) gx[r * C + c] = static_cast<T>(rs * (gv[m] * load(w, c) - s1 - xhat[m] * s2));
-    }
-  }
+    for (int q = 0; q < kCols / kW; ++q) {
+      const int64_t c0 = (lane + 32 * q) * int64_t{kW};
+      if (c0 >= C) continue;
+      G out;
 #pragma unroll
-  for (int m = 0; m < kCols; ++m) {
-    const int64_t c = lane + 32 * m;
-    if (c < C) {
-      shares[(warp * 2 + 0) * C + c] = gw[m];
-      shares[(warp * 2 + 1) * C + c] = gb[m];
+      for (int e = 0; e < kW; ++e) {
+        const int m = q * kW + e;
+        out.v[e] = static_cast<T>(rs * (dxhat[m] - s1 - xhat[m] * s2));
+      }
+      *reinterpret_cast<G*>(gx + r * C + c0) = out;
+#pragma unroll
+      for (int e = 0; e < kW; ++e) {
+        const int m = q * kW + e;
+        share_w[c0 + e] += gv[m] * xhat[m];
+        share_b[c0 + e] += gv[m];
+      }
     }
   }
   __syncthreads();
@@ -140,6 +208,14 @@ __global__ void __launch_bounds__(kBlock) layer_norm_backward_fused_kernel(
     for (int v = 0; v < kRowsPerBlock; ++v) total += shares[v * 2 * C + e];
     partial[blockIdx.x * 2 * C + e] = total;
   }
+}
+
+// The widest group, at most 16 bytes, that kCols values of T split into.
+template <typename T, int kCols>
+constexpr int group_width() {
+  int width = cuda::kPack<T>;
+  while (kCols % width != 0) width /= 2;
+  return width;
 }
 
 // Per-chunk column partials: partial[chunk][0][c] = sum g * xhat, [1][c] = sum g.
@@ -168,7 +244,11 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor
   const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
   dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    layer_norm_forward_kernel<T><<<blocks, kBlock, 0, cuda::current_stream()>>>(
+    constexpr int kW = cuda::kPack<T>;
+    const bool groups = C % kW == 0 && all_aligned({&x, &weight, &bias, &y}, 16);
+    const auto kernel =
+        groups ? layer_norm_forward_kernel<T, kW> : layer_norm_forward_kernel<T, 1>;
+    kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
         x.data_ptr<T>(), weight.data_ptr<T>(), bias.data_ptr<T>(), eps, y.data_ptr<T>(),
         mean.data_ptr<float>(), rstd.data_ptr<float>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();
@@ -188,11 +268,14 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
     const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
     partial = Tensor::Empty({blocks, 2, C}, f32);
     const size_t shares = sizeof(float) * kRowsPerBlock * 2 * C;  // 64 KiB at C = 1024
-    ZERO_CUDA_CHECK(cudaFuncSetAttribute(layer_norm_backward_fused_kernel<T, kCols>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+    constexpr int kW = group_width<T, kCols>();
+    const bool groups =
+        C % kW == 0 && all_aligned({&grad_y, &x, &weight, &grad_x}, sizeof(T) * kW);
+    const auto kernel = groups ? layer_norm_backward_fused_kernel<T, kCols, kW>
+                               : layer_norm_backward_fused_kernel<T, kCols, 1>;
+    ZERO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shares)));
-    layer_norm_backward_fused_kernel<T, kCols><<<static_cast<unsigned>(blocks), kBlock, shares,
-                                                 cuda::current_stream()>>>(
+    kernel<<<static_cast<unsigned>(blocks), kBlock, shares, cuda::current_stream()>>>(
         grad_y.data_ptr<T>(), x.data_ptr<T>(), weight.data_ptr<T>(), mean.data_ptr<float>(),
         rstd.data_ptr<float>(), grad_x.data_ptr<T>(), partial.data_ptr<float>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "zero/kernels/clip_rule.h"
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
@@ -248,21 +249,14 @@ __global__ void scale_multi_kernel(TensorTable table, float factor) {
   });
 }
 
-// The CUDA twin of clip_factor_cpu (cpu/optimizer_cpu.cpp): the same operations in the
-// same order and precisions, all IEEE-rounded on the GPU too (double sqrt and division,
-// float division; the build does not use --use_fast_math), so the norm and factor are
-// clip_grad_norm's to the bit (Note [The clip factor on the device], optim/grad_clip.cpp).
+// The CUDA twin of clip_factor_cpu (cpu/optimizer_cpu.cpp): both are clip_rule.h, so the
+// norm and factor are clip_grad_norm's to the bit (Note [The clip factor on the device],
+// optim/grad_clip.cpp).
 __global__ void clip_factor_kernel(const float* sum_sq, float max_norm, float grad_scale,
                                    float* out) {
-  const double sum = sum_sq[0];
-  const float norm = static_cast<float>(sqrt(sum) / grad_scale);
-  float factor = __int_as_float(0x7fc00000);  // a quiet NaN: AdamW skips the step
-  if (isfinite(norm)) {
-    const float clip = norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
-    factor = grad_scale == 1.0f ? clip : clip / grad_scale;
-  }
+  const float norm = clip_norm(sum_sq[0], grad_scale);
   out[0] = norm;
-  out[1] = factor;
+  out[1] = clip_factor_value(norm, max_norm, grad_scale);
 }
 
 // ---------------------------------------------------------------- launchers
