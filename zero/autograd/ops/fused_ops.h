@@ -78,8 +78,8 @@ class OpMlp : public TensorOp {
  protected:
   /// Both Linears, the GeLU in the first; saves pre.
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
-  /// `ops::unary` for the hidden layer and the second Linear's parameter gradients, the
-  /// hidden layer freed; `ops::matmul_gelu_backward` for dpre; then the first Linear's
+  /// `ops::matmul_gelu_backward` for dpre and the hidden layer in one pass; the second
+  /// Linear's parameter gradients, the hidden layer freed; then the first Linear's
   /// backward (`linear_grads`).
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
   /// Drops pre.

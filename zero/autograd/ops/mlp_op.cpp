@@ -18,10 +18,13 @@ namespace autograd {
 // (the second Linear's input, for its weight gradient). They are the largest
 // activations of a block: for GPT-2 at B 8, T 1024 each is 8192 x 3072 values, 50 MB in
 // BF16, and the hidden layers of the 12 blocks alone are 0.6 GB. This node keeps only
-// pre and makes the hidden layer again in the backward, one elementwise pass (read
-// pre, write the layer) beside the three GEMMs of the backward that it feeds. llm.c
-// trades the same way (its `recompute` setting).
-// The recomputed layer is unary(kGelu) of the stored pre. On the CPU that is how the
+// pre and makes the hidden layer again in the backward, in the pass that applies GeLU's
+// derivative to g W_proj (ops::matmul_gelu_backward): each element's tanh serves both.
+// The backward then holds three [N, 4C] tensors at its peak (pre, the hidden layer and
+// grad_pre) until c_proj's weight gradient is made, one more than if the hidden layer
+// were made alone first; for GPT-2 in BF16 that is 50 MB beside the 3.8 GB of the step's
+// peak. llm.c trades the same way (its `recompute` setting).
+// The recomputed layer is gelu(pre) of the stored pre. On the CPU that is how the
 // forward made it too, so the two agree bit for bit. On CUDA the forward's came from
 // cuBLASLt's GeLU epilogue, evaluated on the FP32 pre before it was rounded (Note [GeLU
 // in the GEMM's epilogue] in kernels/cuda/gelu_epilogue.cu): in FP32 the two differ by
@@ -55,21 +58,25 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
     grad_proj_bias = Tensor::Empty(proj_bias.sizes(),
                                    proj_bias.options().WithDtype(grad_dtype(proj_bias)));
   }
-  if (grad_proj_weight.defined() || grad_proj_bias.defined()) {
-    // The hidden layer lives only for this product, so that it and grad_pre below are
-    // never held at once: one [N, H] tensor beside pre at the backward's peak, not two.
-    Tensor hidden = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, H)
-    ops::unary(ops::UnaryOp::kGelu, pre_, hidden);  // Note [Recomputing the GeLU]
+  const bool proj_grads = grad_proj_weight.defined() || grad_proj_bias.defined();
+  const bool input_grads = needs_grad(0) || needs_grad(1) || needs_grad(2);
+  Tensor hidden;  // (N, H), made again: Note [Recomputing the GeLU]
+  if (proj_grads) hidden = Tensor::Empty(pre_.sizes(), pre_.options());
+  Tensor grad_pre;  // (N, H)
+  if (input_grads) {
+    // grad_pre = (g W_proj) gelu'(pre), and the hidden layer in the same pass over pre
+    // (Note [GeLU's derivative after the GEMM] in kernels/cuda/gelu_epilogue.cu).
+    grad_pre = Tensor::Empty(pre_.sizes(), pre_.options());
+    ops::matmul_gelu_backward(g, proj_weight, pre_, grad_pre, hidden);
+  } else if (proj_grads) {
+    ops::unary(ops::UnaryOp::kGelu, pre_, hidden);
+  }
+  if (proj_grads) {
     ops::linear_backward_params(g, hidden, grad_proj_weight, grad_proj_bias);
+    hidden = Tensor();  // freed before the first Linear's gradients
   }
   std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};
-  if (needs_grad(0) || needs_grad(1) || needs_grad(2)) {
-    // grad_pre = (g W_proj) gelu'(pre), on CUDA in the GEMM's epilogue (Note [GeLU's
-    // derivative in the GEMM's epilogue] in kernels/cuda/gelu_epilogue.cu).
-    Tensor grad_pre = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, H)
-    ops::matmul_gelu_backward(g, proj_weight, pre_, grad_pre);
-    grads = linear_grads(*this, grad_pre);  // inputs 0, 1, 2 are the first Linear's
-  }
+  if (input_grads) grads = linear_grads(*this, grad_pre);  // inputs 0, 1, 2: the first Linear's
   grads.push_back(grad_proj_weight);
   grads.push_back(grad_proj_bias);
   return grads;

@@ -159,12 +159,13 @@ void linear_gelu_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor
   unary(UnaryOp::kGelu, pre, y);             // (N, out)
 }
 
-// The reference of the fused backward step: the two kernels it fuses on the GPU, GeLU's
+// The reference of the fused backward step: the kernels it fuses on the GPU, GeLU's
 // derivative applied in place over the product.
 void matmul_gelu_backward_cpu(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
-                              const Tensor& grad_pre) {
+                              const Tensor& grad_pre, const Tensor& hidden) {
   matmul(grad_y, weight, grad_pre);                              // (N, H)
   unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);  // (N, H)
+  if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);      // (N, H)
 }
 
 }  // namespace

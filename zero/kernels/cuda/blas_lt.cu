@@ -1,8 +1,9 @@
 // The Linear layer on CUDA through cuBLASLt, whose epilogues fuse work into the GEMM:
 // the forward adds the bias as the output tile is written (CUBLASLT_EPILOGUE_BIAS),
-// the backward sums the bias gradient while it reads grad_out for grad_weight
+// the FP32 backward sums the bias gradient while it reads grad_out for grad_weight
 // (CUBLASLT_EPILOGUE_BGRADB), except under split TF32 (split_tf32.cuh), where it would
-// sum grad_out's three pieces. Each saves one full pass over a [N, out] tensor. The
+// sum grad_out's three pieces, and for 16-bit operands, where column_sum.cu's kernel is
+// faster. Each saves one full pass over a [N, out] tensor. The
 // GeLU of a GPT's MLP goes into epilogues as well, in gelu_epilogue.cu.
 //
 // Operands are row-major and handed over as in Note [Row-major tensors in a
@@ -23,6 +24,7 @@
 #include <tuple>
 
 #include "zero/kernels/cuda/blas_common.cuh"
+#include "zero/kernels/cuda/column_sum.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/precision.h"
@@ -199,15 +201,9 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
 }
 
 // grad_bias (out) = column sums of grad_out [N, out], accumulated in FP32 and stored in
-// grad_bias's dtype, which may be wider than grad_out's.
+// grad_bias's dtype, which may be wider than grad_out's (column_sum.cuh).
 void column_sum(const Tensor& grad_out, const Tensor& grad_bias) {
-  const int64_t n_out = grad_out.size(1);
-  if (grad_out.dtype() == grad_bias.dtype()) {
-    return sum(grad_out, 0, reshaped(grad_bias, {1, n_out}));  // (1, out)
-  }
-  const Tensor wide = Tensor::Empty(grad_out.sizes(), grad_bias.options());  // (N, out)
-  convert(grad_out, wide);
-  sum(wide, 0, reshaped(grad_bias, {1, n_out}));
+  cuda::column_sums(contiguous(grad_out), grad_bias);
 }
 
 }  // namespace
@@ -294,14 +290,13 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   const int64_t n = x.size(0), in = x.size(1), n_out = grad_out.size(1);
   // grad_weight^T (in x n_out, column-major) = x^T (in x n) g (n x n_out: g^T stored
   // n_out x n, transposed); BGRADB sums op(B) = g over the k = n rows into grad_bias.
-  // Under split TF32 the bias gradient is a column sum of its own (see lt_matmul), as it
-  // is when a 16-bit Linear keeps its two gradients in different dtypes.
+  // Under split TF32 the bias gradient is a column sum of its own (see lt_matmul), and
+  // for 16-bit operands always: there cuBLASLt ran BGRADB as a kernel of its own after
+  // the GEMM, slower than column_sums (column_sum.cu).
   const int device = x.device().index();
   const bool f32 = x.dtype() == DataType::F32;
   const bool fuse_bias =
-      grad_bias.defined() && (f32 ? !cuda::split_tf32_pays(device, in, n_out, n)
-                                  : !grad_weight.defined() ||
-                                        grad_bias.dtype() == grad_weight.dtype());
+      grad_bias.defined() && f32 && !cuda::split_tf32_pays(device, in, n_out, n);
   const cublasLtEpilogue_t epilogue = fuse_bias ? CUBLASLT_EPILOGUE_BGRADB
                                                 : CUBLASLT_EPILOGUE_DEFAULT;
   if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0 &&

@@ -1,9 +1,11 @@
-// The GeLU of a GPT's MLP inside cuBLASLt's GEMMs: the forward's Linear + GeLU as one
-// call (CUBLASLT_EPILOGUE_GELU_AUX_BIAS), and the backward's input gradient of the
-// second Linear times GeLU's derivative as one call (CUBLASLT_EPILOGUE_DGELU, 16-bit
-// operands only). Each saves an element-wise pass over the [N, 4C] hidden layer. Both
-// fall back on the unfused kernels, which are also what IEEE FP32 runs (the epilogues'
-// GeLU is not IEEE FP32). The cuBLASLt calls themselves are blas_lt.cu's (blas_common.cuh).
+// The GeLU of a GPT's MLP on CUDA: the forward's Linear + GeLU as one cuBLASLt call
+// (CUBLASLT_EPILOGUE_GELU_AUX_BIAS), which saves an element-wise pass over the [N, 4C]
+// hidden layer, and the backward's GeLU derivative and recomputed hidden layer in one
+// element-wise pass after the GEMM (16-bit operands). Both fall back on the unfused
+// kernels, which are also what IEEE FP32 runs (the epilogue's GeLU is not IEEE FP32).
+// The cuBLASLt calls themselves are blas_lt.cu's (blas_common.cuh).
+#include <type_traits>
+
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/split_tf32.cuh"
@@ -64,38 +66,76 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
   unary(UnaryOp::kGelu, pre, y);
 }
 
-// Note [GeLU's derivative in the GEMM's epilogue]
+// Note [GeLU's derivative after the GEMM]
 // The MLP's backward (OpMlp) makes the gradient at the hidden layer, dh = g W (g the
 // gradient at the MLP's output, W c_proj's weight), only to multiply it by gelu'(pre)
-// at once. Unfused, dh is written by the GEMM, read back with pre, and dpre written:
-// for GPT-2 at B 8, T 1024, three passes over 8192 x 3072 values a block. The epilogue
-// CUBLASLT_EPILOGUE_DGELU reads pre as its aux input (laid out like D, ld m a multiple
-// of 8, D's dtype) and writes dh gelu'(pre) while the tile is in registers: dh never
-// reaches memory, and a 16-bit dpre is rounded once, from FP32, where the unfused ops
-// round dh first. As for the forward, cuBLASLt's formula for the derivative is not
-// documented (the tanh approximation's, evaluated with the hardware's approximate
-// tanh): matmul_gelu_backward_test bounds how far it lands from unary_backward(kGelu)
-// and prints the largest difference it saw.
-// Only 16-bit operands fuse. IEEE FP32 cannot (the epilogue is not IEEE FP32), and with
-// TF32 operands fused the TF32 training steps came out slower, not faster, on the H200
-// (docs/speed_notes.md, item 38).
+// at once; and, since it did not keep the hidden layer gelu(pre), it makes that again
+// for c_proj's weight gradient (Note [Recomputing the GeLU] in autograd/ops/mlp_op.cpp).
+// Both need tanh(k (pre + 0.044715 pre^3)) of every element. For 16-bit operands one
+// pass after a plain GEMM does the two: it reads pre and dh, evaluates tanh once with
+// the hardware's tanh.approx.f32 (relative error about 2^-11, below the 2^-8 of a BF16
+// result), and writes dpre over dh and the hidden layer. With the exact tanhf the pass
+// is bound by arithmetic, not memory: the GeLU kernel alone took 59 us for GPT-2's 8192
+// x 3072 BF16 values, 1.7 TB/s. cuBLASLt's DGELU epilogue, which this replaces, took
+// 120 us for the GEMM that takes about 80 without it (docs/speed_notes.md, item 46).
+// F32 keeps the unfused kernels, exactly: the default promises IEEE FP32 inside.
+
+// tanh(x) in one instruction of the special-function unit.
+__device__ inline float tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// grad[i] = grad[i] gelu'(pre[i]) in place, and hidden[i] = gelu(pre[i]) unless hidden
+// is null, a 16-byte pack of T a thread; n is a multiple of the pack.
+template <typename T>
+__global__ void gelu_backward_kernel(const T* pre, T* grad, T* hidden, int64_t n) {
+  using P = cuda::Pack<T>;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n / cuda::kPack<T>) return;
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoeff = 0.044715f;
+  const P x = reinterpret_cast<const P*>(pre)[i];
+  P d = reinterpret_cast<const P*>(grad)[i], h;
+#pragma unroll
+  for (int e = 0; e < cuda::kPack<T>; ++e) {
+    const float v = static_cast<float>(x.v[e]);
+    const float t = tanh_approx(kSqrt2OverPi * (v + kCoeff * v * v * v));
+    h.v[e] = static_cast<T>(0.5f * v * (1.0f + t));
+    const float slope = 0.5f * (1.0f + t) +
+                        0.5f * v * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kCoeff * v * v);
+    d.v[e] = static_cast<T>(static_cast<float>(d.v[e]) * slope);
+  }
+  reinterpret_cast<P*>(grad)[i] = d;
+  if (hidden != nullptr) reinterpret_cast<P*>(hidden)[i] = h;
+}
+
 void matmul_gelu_backward_cuda(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
-                               const Tensor& grad_pre) {
+                               const Tensor& grad_pre, const Tensor& hidden) {
   cuda::set_device(grad_pre);
-  const int64_t n = grad_y.size(0), k = grad_y.size(1), h = weight.size(1);
   if (grad_pre.numel() == 0) return;
-  const int device = grad_pre.device().index();
-  // grad_pre^T (h x n, column-major) = W^T (W stored k x h: h x k column-major) g^T
-  // (k x n), then times gelu'(pre^T), pre^T being h x n column-major as well.
-  if (k > 0 && grad_y.dtype() != DataType::F32 &&
-      cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/false, h, n, k, weight,
-                            grad_y, grad_pre, CUBLASLT_EPILOGUE_DGELU, Tensor(), pre)) {
+  matmul(grad_y, weight, grad_pre);  // dh (N, H)
+  const int64_t n = grad_pre.numel();
+  const bool packed = grad_pre.dtype() != DataType::F32 && n % 8 == 0 && cuda::vec4_ok(pre) &&
+                      cuda::vec4_ok(grad_pre) && (!hidden.defined() || cuda::vec4_ok(hidden));
+  if (!packed) {  // F32 (Note above), or a size or alignment the packs do not fit
+    unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
+    if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);
     return;
   }
-  // FP32, or no algorithm (h not a multiple of 8, a misaligned pointer, k = 0): the
-  // unfused kernels, GeLU's derivative in place over dh.
-  matmul(grad_y, weight, grad_pre);
-  unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
+  const auto launch = [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    gelu_backward_kernel<T><<<cuda::grid_for(n, cuda::kPack<T>), cuda::kBlock, 0,
+                              cuda::current_stream()>>>(
+        pre.data_ptr<T>(), grad_pre.data_ptr<T>(),
+        hidden.defined() ? hidden.data_ptr<T>() : nullptr, n);
+    ZERO_CUDA_LAUNCH_CHECK();
+  };
+  if (grad_pre.dtype() == DataType::BF16) {
+    launch(static_cast<bf16*>(nullptr));
+  } else {
+    launch(static_cast<f16*>(nullptr));
+  }
 }
 
 }  // namespace

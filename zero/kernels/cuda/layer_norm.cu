@@ -21,10 +21,12 @@
 #include <type_traits>
 
 #include "zero/kernels/cuda/block_reduce.cuh"
+#include "zero/kernels/cuda/column_sum.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/tensor_ops.h"
+#include "zero/kernels/views.h"
 
 namespace zero::ops {
 namespace {
@@ -323,13 +325,11 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
     partial = layer_norm_backward_t<typename decltype(tag)::type>(grad_y, x, weight, mean, rstd,
                                                                   grad_x);
   });
-  Tensor totals = Tensor::Empty({1, 2, C}, partial.options());
-  sum(partial, 0, totals);
-  // convert is a copy for an FP32 gradient, one rounding of the FP32 total otherwise.
-  convert(Tensor(meta_view(meta_slice(totals.meta(), 1, 0, 1, 1), {C}), totals.node()),
-          grad_weight);
-  convert(Tensor(meta_view(meta_slice(totals.meta(), 1, 1, 2, 1), {C}), totals.node()),
-          grad_bias);
+  // The chunks' sums into each gradient, in its dtype: the columns [0, C) and [C, 2C)
+  // of partial seen as [chunks, 2C].
+  const Tensor rows = reshaped(partial, {partial.size(0), 2 * C});
+  cuda::column_sums(Tensor(meta_slice(rows.meta(), 1, 0, C, 1), rows.node()), grad_weight);
+  cuda::column_sums(Tensor(meta_slice(rows.meta(), 1, C, 2 * C, 1), rows.node()), grad_bias);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // Parameters and moments are FP32; each gradient (and each optional copy of an updated
 // parameter) has its own dtype, f32, bf16 or f16, recorded in the table, and every
 // block, which covers one tensor, picks its loop by it (with_dtype).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -62,10 +63,9 @@ struct AdamWScalars {
 static_assert(sizeof(TensorTable) + sizeof(AdamWScalars) + 2 * sizeof(void*) <= 4096,
               "kernel arguments must fit in 4 KiB");
 
-// The tensor and element range [begin, end) block `blockIdx.x` covers.
+// The tensor and element range [begin, end) of chunk `block` (by default the block's own).
 __device__ inline void locate(const TensorTable& table, int& tensor, int64_t& begin,
-                              int64_t& end) {
-  const int32_t block = static_cast<int32_t>(blockIdx.x);
+                              int64_t& end, int32_t block = static_cast<int32_t>(blockIdx.x)) {
   int lo = 0, hi = table.count - 1;  // last tensor whose first block is <= block
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
@@ -201,26 +201,39 @@ __global__ void adamw_multi_kernel(TensorTable table, AdamWScalars s) {
   });
 }
 
-// One partial sum of squares per block, written to partials[block_offset + blockIdx.x].
-__global__ void sum_of_squares_kernel(TensorTable table, float* partials, int64_t block_offset) {
+// One partial sum of squares per block, written to partials[blockIdx.x]. A block of one
+// chunk, four values a thread, spent more time in its block sum than in its loads (GPT-2:
+// 0.28 ms for 0.5 GB, a third of the memory bandwidth), so each of at most
+// kSquaresBlocks blocks takes the chunks blockIdx.x, blockIdx.x + gridDim.x, ... of the
+// table (docs/speed_notes.md, item 46). The assignment is fixed: the same sum every run.
+constexpr int32_t kSquaresBlocks = 1024;
+__global__ void sum_of_squares_kernel(TensorTable table, int32_t chunks, float* partials) {
   __shared__ float shared[32];
-  int t;
-  int64_t begin, end;
-  locate(table, t, begin, end);
   float acc = 0.0f;
-  with_dtype(table.grad[t], table.grad_dtype[t], [&](auto* g) {
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      const float gi = static_cast<float>(g[i]);
-      acc += gi * gi;
-    }
-  });
+  for (int32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+    int t;
+    int64_t begin, end;
+    locate(table, t, begin, end, chunk);
+    with_dtype(table.grad[t], table.grad_dtype[t], [&](auto* g) {
+      const int64_t i = begin + 4 * static_cast<int64_t>(threadIdx.x);
+      if (i + 4 <= end && four_aligned(g + i)) {
+        float x[4];
+        load4(g + i, x);
+        acc += (x[0] * x[0] + x[1] * x[1]) + (x[2] * x[2] + x[3] * x[3]);
+        return;
+      }
+      for (int64_t j = i; j < min(i + 4, end); ++j) {
+        const float gj = static_cast<float>(g[j]);
+        acc += gj * gj;
+      }
+    });
+  }
   acc = cuda::block_sum(acc, shared);
-  if (threadIdx.x == 0) partials[block_offset + blockIdx.x] = acc;
+  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
 
-// One block sums the partials in a fixed order, so the norm is the same on every run.
-// GPT-2 has about 52,000 of them: one SM's loop of dependent loads took 86 us, so each
-// thread keeps four sums over four loads in flight (docs/speed_notes.md, item 42).
+// One block sums the partials in a fixed order, so the norm is the same on every run;
+// four sums a thread keep four loads in flight (docs/speed_notes.md, item 42).
 constexpr int kPartialsThreads = 1024;
 __global__ void sum_partials_kernel(const float* partials, int64_t n, float* out) {
   __shared__ float shared[32];
@@ -323,24 +336,32 @@ void adamw_cuda(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) 
 Tensor sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
   ZERO_ASSERT(!tensors.empty(), "sum_of_squares_cuda needs at least one tensor");
   cuda::set_device(tensors.front());
-  int64_t total_blocks = 0;
-  for (const Tensor& t : tensors) total_blocks += (t.numel() + kChunk - 1) / kChunk;
+  int64_t total_blocks = 0, tables = 1, filled = 0;  // an upper bound on the launches
+  for (const Tensor& t : tensors) {
+    total_blocks += (t.numel() + kChunk - 1) / kChunk;
+    if (t.numel() > 0 && ++filled % kMaxTensors == 0) ++tables;
+  }
   const TensorOption opt = TensorOption().OnDevice(tensors.front().device());  // FP32
   Tensor out = Tensor::Zeros({1}, opt);  // stays 0 when every tensor is empty
   if (total_blocks == 0) return out;
-  Tensor partials = Tensor::Empty({total_blocks}, opt);
+  Tensor partials = Tensor::Empty({std::min(total_blocks, tables * kSquaresBlocks)}, opt);
   auto add = [](TensorTable& table, int i, const Tensor& t) {
     table.grad[i] = t.data();
     table.grad_dtype[i] = t.dtype();
     return t.numel();
   };
-  for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t before) {
-    sum_of_squares_kernel<<<blocks, kBlock, 0, cuda::current_stream()>>>(
-        table, rows_of(partials), before);
+  int64_t used = 0;  // partials written so far
+  for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t) {
+    const int32_t grid = std::min(blocks, kSquaresBlocks);
+    sum_of_squares_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
+        table, blocks, rows_of(partials) + used);
     ZERO_CUDA_LAUNCH_CHECK();
+    used += grid;
   });
+  ZERO_ASSERT(used <= partials.numel(), "sum_of_squares_cuda: ", used, " partials for ",
+              partials.numel());
   sum_partials_kernel<<<1, kPartialsThreads, 0, cuda::current_stream()>>>(rows_of(partials),
-                                                                      total_blocks, rows_of(out));
+                                                                      used, rows_of(out));
   ZERO_CUDA_LAUNCH_CHECK();
   return out;
 }
