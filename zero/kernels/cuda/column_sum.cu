@@ -1,7 +1,8 @@
 // Column sums (column_sum.cuh) in two passes, without atomics: blocks of 8 warps each
 // sum a chunk of rows for 32 groups of columns, a lane reading one 16-byte group of a
 // row at a time (8 BF16 or 4 FP32 columns), and write FP32 partials [chunks, cols];
-// one more launch of the same kernel sums the partials in one chunk.
+// one more launch of the same kernel, a lane a column, sums the partials. A matrix of
+// few rows takes that second kind of launch alone.
 //
 // Why not the general sum (reduce.cu) or cuBLASLt's BGRADB epilogue: the general
 // column sum reads one element a lane, 64 bytes a warp per BF16 row, and a bias
@@ -39,6 +40,7 @@ __global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t 
   const int64_t end = min(rows, begin + rows_per_chunk);
   float acc[kW] = {};
   if (c0 < cols) {
+#pragma unroll 4
     for (int64_t r = begin + warp; r < end; r += kRowLanes) {
       const Columns<TIn, kW> g = *reinterpret_cast<const Columns<TIn, kW>*>(x + r * ld + c0);
 #pragma unroll
@@ -57,60 +59,67 @@ __global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t 
   }
 }
 
-// Sums x [rows, cols] (row r at x + r ld) into out [cols], in at most `max_chunks` chunks
-// of rows (then a second pass over the chunks' FP32 partials).
+template <typename TIn, typename TOut, int kW>
+void launch(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols, int64_t chunks) {
+  const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+  const dim3 grid(static_cast<unsigned>((cols + 32 * kW - 1) / (32 * kW)),
+                  static_cast<unsigned>((rows + rows_per_chunk - 1) / rows_per_chunk));
+  column_sums_kernel<TIn, TOut, kW>
+      <<<grid, kBlock, 0, current_stream()>>>(x, ld, out, rows, cols, rows_per_chunk);
+  ZERO_CUDA_LAUNCH_CHECK();
+}
+
+// Up to this many rows are summed in one pass, a lane a column: the blocks of the
+// 16-byte path would be too few to hide the loads' latency (a second pass over 256
+// partials in 6 blocks took 8 us).
+constexpr int64_t kOnePassRows = 256;
+
+// Sums x [rows, cols] (row r at x + r ld) into out [cols]: in one pass for few rows,
+// otherwise over at most 64 chunks of rows (in 16-byte groups where the rows allow),
+// then the chunks' FP32 partials in one pass.
 template <typename TIn, typename TOut>
 void column_sums_t(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols,
-                   Device device, int64_t max_chunks) {
+                   Device device) {
+  if (rows <= kOnePassRows) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1);
   constexpr int kWide = kPack<TIn>;
   const bool wide =
       cols % kWide == 0 && ld % kWide == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   const int64_t per_block = 32 * (wide ? kWide : 1);
+  // About 512 blocks, each chunk at least 32 rows.
   const int64_t col_blocks = (cols + per_block - 1) / per_block;
-  // About 1024 blocks in all, each chunk at least 32 rows.
-  int64_t chunks = std::clamp<int64_t>(1024 / col_blocks, 1, std::max<int64_t>(1, rows / 32));
-  chunks = std::min(chunks, max_chunks);
-  const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-  chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  const auto launch = [&](auto* dst) {
-    using D = std::remove_pointer_t<decltype(dst)>;
-    const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(chunks));
-    if (wide) {
-      column_sums_kernel<TIn, D, kWide>
-          <<<grid, kBlock, 0, current_stream()>>>(x, ld, dst, rows, cols, rows_per_chunk);
-    } else {
-      column_sums_kernel<TIn, D, 1>
-          <<<grid, kBlock, 0, current_stream()>>>(x, ld, dst, rows, cols, rows_per_chunk);
-    }
-    ZERO_CUDA_LAUNCH_CHECK();
-  };
-  if (chunks == 1) return launch(out);
+  const int64_t chunks =
+      std::clamp<int64_t>(512 / col_blocks, 1, std::min<int64_t>(64, rows / 32));
+  if (chunks == 1) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1);
   const Tensor partials = Tensor::Empty({chunks, cols}, TensorOption().OnDevice(device));
-  launch(partials.data_ptr<float>());
-  column_sums_t(partials.data_ptr<float>(), cols, out, chunks, cols, device, /*max_chunks=*/1);
+  if (wide) {
+    launch<TIn, float, kWide>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);
+  } else {
+    launch<TIn, float, 1>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);
+  }
+  column_sums_t(partials.data_ptr<float>(), cols, out, chunks, cols, device);
 }
 
 }  // namespace
 
 void column_sums(const Tensor& x, const Tensor& out) {
   ZERO_ASSERT(x.dim() == 2 && x.stride(1) == 1 && x.stride(0) >= x.size(1) &&
-                  out.is_contiguous() && out.numel() == x.size(1) &&
-                  (out.dtype() == x.dtype() || out.dtype() == DataType::F32),
+                  out.is_contiguous() && out.numel() == x.size(1),
               "column_sums: expected x [rows, cols] with rows of unit stride and contiguous "
-              "out [cols] in x's dtype or F32");
+              "out [cols]");
   const int64_t rows = x.size(0), cols = x.size(1), ld = x.stride(0);
   if (cols == 0) return;
   set_device(x);
-  dispatch_dtype<FloatTypes>(x.dtype(), "column_sums", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (rows == 0) {
-      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.numel() * dtype_size(out.dtype()),
-                                      current_stream()));
-    } else if (out.dtype() == DataType::F32) {
-      column_sums_t(x.data_ptr<T>(), ld, out.data_ptr<float>(), rows, cols, x.device(), rows);
-    } else {
-      column_sums_t(x.data_ptr<T>(), ld, out.data_ptr<T>(), rows, cols, x.device(), rows);
-    }
+  if (rows == 0) {
+    ZERO_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.numel() * dtype_size(out.dtype()),
+                                    current_stream()));
+    return;
+  }
+  dispatch_dtype<FloatTypes>(x.dtype(), "column_sums", [&](auto in_tag) {
+    dispatch_dtype<FloatTypes>(out.dtype(), "column_sums", [&](auto out_tag) {
+      using TIn = typename decltype(in_tag)::type;
+      using TOut = typename decltype(out_tag)::type;
+      column_sums_t(x.data_ptr<TIn>(), ld, out.data_ptr<TOut>(), rows, cols, x.device());
+    });
   });
 }
 

@@ -9,7 +9,7 @@ namespace zero::ops::cuda {
 
 // out[c] = sum over r of x[r, c], for x of shape [rows, cols] in a float dtype whose rows
 // are contiguous (any row stride: a column block of a wider matrix is fine) and out of
-// `cols` contiguous elements in FP32 or x's dtype. Sums in FP32, in a fixed order (the
+// `cols` contiguous elements in any float dtype. Sums in FP32, in a fixed order (the
 // same bits on every run), and rounds once to out's dtype.
 void column_sums(const Tensor& x, const Tensor& out);
 

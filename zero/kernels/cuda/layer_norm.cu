@@ -134,7 +134,10 @@ __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, con
 // access, and the column sums build up in shared memory rather than in 2 * kCols
 // registers, so that two blocks share an SM: with kW = 1 (one 2-byte load per value in
 // BF16) and one block an SM (near 190 registers a thread), the kernel ran at a quarter
-// of the memory bandwidth (docs/speed_notes.md, item 45).
+// of the memory bandwidth (docs/speed_notes.md, item 45). A lane's sum for its value m
+// of the row sits at [m][lane] of the warp's rows, so the 32 lanes of one update hit
+// 32 banks; stored by column (lane l at l * kW + e), eight lanes shared a bank and the
+// updates ran eight times over (item 46).
 constexpr int kFusedRowsPerWarp = 4;
 template <typename T, int kCols, int kW>
 __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
@@ -142,17 +145,15 @@ __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
     float* partial, int64_t N, int64_t C) {
   static_assert(kCols % kW == 0, "a lane holds whole groups");
   using G = Group<T, kW>;
-  extern __shared__ float shares[];  // (kRowsPerBlock, 2, C)
+  extern __shared__ float shares[];  // (kRowsPerBlock, 2, kCols, 32)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // The warp's column sums, in its own rows of shares: each lane adds into its own
-  // columns only, so no other thread touches them until the block's sum below.
-  float* const share_w = shares + warp * 2 * C;
-  float* const share_b = share_w + C;
+  // values only, so no other thread touches them until the block's sum below. Value m
+  // of a lane is column (lane + 32 (m / kW)) kW + m % kW of the row.
+  float* const share_w = shares + warp * 2 * kCols * 32 + lane;
+  float* const share_b = share_w + kCols * 32;
 #pragma unroll
-  for (int m = 0; m < kCols; ++m) {
-    const int64_t c = (lane + 32 * (m / kW)) * int64_t{kW} + m % kW;
-    if (c < C) share_w[c] = share_b[c] = 0.0f;
-  }
+  for (int m = 0; m < kCols; ++m) share_w[m * 32] = share_b[m * 32] = 0.0f;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock * kFusedRowsPerWarp;
   for (int k = 0; k < kFusedRowsPerWarp; ++k) {
     const int64_t r = first + k * kRowsPerBlock + warp;
@@ -199,15 +200,17 @@ __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
 #pragma unroll
       for (int e = 0; e < kW; ++e) {
         const int m = q * kW + e;
-        share_w[c0 + e] += gv[m] * xhat[m];
-        share_b[c0 + e] += gv[m];
+        share_w[m * 32] += gv[m] * xhat[m];
+        share_b[m * 32] += gv[m];
       }
     }
   }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < 2 * C; e += blockDim.x) {
+    const int64_t half = e / C, c = e % C;  // partial[b][half][c]
+    const int64_t slot = (half * kCols + (c / kW) / 32 * kW + c % kW) * 32 + (c / kW) % 32;
     float total = 0.0f;
-    for (int v = 0; v < kRowsPerBlock; ++v) total += shares[v * 2 * C + e];
+    for (int v = 0; v < kRowsPerBlock; ++v) total += shares[v * 2 * kCols * 32 + slot];
     partial[blockIdx.x * 2 * C + e] = total;
   }
 }
@@ -269,7 +272,7 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
     const int64_t rows_per_block = int64_t{kRowsPerBlock} * kFusedRowsPerWarp;
     const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
     partial = Tensor::Empty({blocks, 2, C}, f32);
-    const size_t shares = sizeof(float) * kRowsPerBlock * 2 * C;  // 64 KiB at C = 1024
+    const size_t shares = sizeof(float) * kRowsPerBlock * 2 * kCols * 32;  // 64 KiB at 32
     constexpr int kW = group_width<T, kCols>();
     const bool groups =
         C % kW == 0 && all_aligned({&grad_y, &x, &weight, &grad_x}, sizeof(T) * kW);
