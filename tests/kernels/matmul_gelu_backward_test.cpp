@@ -154,8 +154,8 @@ TEST_P(MatmulGeluBackwardTest, IeeeF32IsTheUnfusedKernelsBitForBit) {
 
 // BF16 and F16 against the FP32 CPU result on the same rounded inputs. The unfused
 // kernels round dh before multiplying by gelu' (up to 1.13 u |dh|), then round the
-// result (u |result|); the epilogue rounds once, and its own derivative may be off by
-// a few 2^-11 (the approximate tanh), allowed as 2^-8 |dh|, far below a wrong formula.
+// result (u |result|); CUDA's derivative may be off by a few 2^-11 (the approximate
+// tanh), allowed as 2^-8 |dh|, far below a wrong formula.
 TEST_P(MatmulGeluBackwardTest, HalfMatchesTheFp32Result) {
   for (DataType dtype : kHalfTypes) {
     for (const Shape3& s : kShapes) {
@@ -172,8 +172,8 @@ TEST_P(MatmulGeluBackwardTest, HalfMatchesTheFp32Result) {
   }
 }
 
-// F32 does not fuse in the fast modes either (Note [GeLU's derivative in the GEMM's
-// epilogue]): the kernels of the mode, bit for bit.
+// F32 does not fuse in the fast modes either (Note [GeLU's derivative after the GEMM]):
+// the kernels of the mode, bit for bit.
 TEST_P(MatmulGeluBackwardTest, FastModesRunTheUnfusedKernelsOfTheirMode) {
   if (device().is_cpu()) GTEST_SKIP() << "the precision modes are modes of the CUDA GEMMs";
   if (!tf32_supported(device().index())) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80+)";

@@ -33,7 +33,7 @@ namespace {
 // saw. pre, and so the backward, does not depend on it. For BF16 and F16, y is rounded
 // from the FP32 pre, where the unfused ops round pre first: closer to the FP32 value,
 // not equal to the unfused result.
-// The backward's half is Note [GeLU's derivative in the GEMM's epilogue] below.
+// The backward's half is Note [GeLU's derivative after the GEMM] below.
 void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
                               const Tensor& y, const Tensor& pre) {
   cuda::set_device(y);
