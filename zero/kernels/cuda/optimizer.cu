@@ -353,13 +353,13 @@ Tensor sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
   int64_t used = 0;  // partials written so far
   for_each_table(tensors, add, [&](const TensorTable& table, int32_t blocks, int64_t) {
     const int32_t grid = std::min(blocks, kSquaresBlocks);
+    ZERO_ASSERT(used + grid <= partials.numel(), "sum_of_squares_cuda: ", used + grid,
+                " partials for ", partials.numel());
     sum_of_squares_kernel<<<grid, kBlock, 0, cuda::current_stream()>>>(
         table, blocks, rows_of(partials) + used);
     ZERO_CUDA_LAUNCH_CHECK();
     used += grid;
   });
-  ZERO_ASSERT(used <= partials.numel(), "sum_of_squares_cuda: ", used, " partials for ",
-              partials.numel());
   sum_partials_kernel<<<1, kPartialsThreads, 0, cuda::current_stream()>>>(rows_of(partials),
                                                                       used, rows_of(out));
   ZERO_CUDA_LAUNCH_CHECK();
