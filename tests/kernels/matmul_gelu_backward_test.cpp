@@ -3,7 +3,7 @@
 // CUDA for 16-bit operands a GEMM, then one element-wise pass with the hardware's tanh,
 // cuda/gelu_epilogue.cu): against a float64 evaluation of the formula; against the
 // unfused matmul then unary_backward(kGelu) and unary(kGelu), bit for bit on the CPU in
-// every dtype and on CUDA in F32 in every precision mode (F32 does not fuse); on CUDA in
+// every dtype and on CUDA in F32 in every precision mode (F32's pass uses tanhf); on CUDA in
 // BF16 and F16 within a bound on the approximate tanh (Note [GeLU's derivative after the
 // GEMM]); the fallbacks (a size that is not a multiple of 8) and the GPT's shape.
 #include <algorithm>
@@ -142,7 +142,7 @@ TEST(MatmulGeluBackwardCpuTest, IsTheUnfusedMatmulThenGeluBackwardBitForBit) {
   }
 }
 
-// F32 in the default IEEE mode is exactly the unfused kernels on either device.
+// F32 in the default IEEE mode gives exactly the unfused kernels' bits on either device.
 TEST_P(MatmulGeluBackwardTest, IeeeF32IsTheUnfusedKernelsBitForBit) {
   ASSERT_EQ(matmul_precision(), MatmulPrecision::kIeee);
   for (const Shape3& s : kShapes) {
@@ -172,8 +172,8 @@ TEST_P(MatmulGeluBackwardTest, HalfMatchesTheFp32Result) {
   }
 }
 
-// F32 does not fuse in the fast modes either (Note [GeLU's derivative after the GEMM]):
-// the kernels of the mode, bit for bit.
+// F32 in the fast modes too (Note [GeLU's derivative after the GEMM]): the unfused
+// kernels of the mode, bit for bit.
 TEST_P(MatmulGeluBackwardTest, FastModesRunTheUnfusedKernelsOfTheirMode) {
   if (device().is_cpu()) GTEST_SKIP() << "the precision modes are modes of the CUDA GEMMs";
   if (!tf32_supported(device().index())) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80+)";

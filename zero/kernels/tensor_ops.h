@@ -285,12 +285,13 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 /// GeLU's derivative, `weight` the second Linear's [out = C, in = H] and `pre` what
 /// `linear_gelu_forward` stored; and, when `hidden` is defined, `hidden = gelu(pre)` [N,
 /// H] in the same pass over pre, for a backward that did not keep the hidden layer. On
-/// the CPU, and on CUDA for F32 in every precision mode, this is exactly `matmul`, then
-/// `unary_backward(kGelu)` and `unary(kGelu)`. For BF16 and F16 CUDA's one element-wise
-/// pass after the GEMM evaluates tanh with the hardware's approximation (Note [GeLU's
-/// derivative after the GEMM] in cuda/gelu_epilogue.cu), which can move either result by
-/// about 2^-11 of its size before the rounding to 16 bits. All share one dtype (F32, BF16
-/// or F16); `grad_pre` and `hidden` must not overlap the inputs or each other.
+/// the CPU, and on CUDA for F32 in every precision mode, the results are exactly those of
+/// `matmul`, then `unary_backward(kGelu)` and `unary(kGelu)`. For BF16 and F16 CUDA's
+/// element-wise pass after the GEMM evaluates tanh with the hardware's approximation
+/// (Note [GeLU's derivative after the GEMM] in cuda/gelu_epilogue.cu), which can move
+/// either result by about 2^-11 of its size before the rounding to 16 bits. All share one
+/// dtype (F32, BF16 or F16); `grad_pre` and `hidden` must not overlap the inputs or each
+/// other.
 void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
                           const Tensor& grad_pre, const Tensor& hidden = Tensor());
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/gelu.cuh"
 #include "zero/kernels/dims_arg.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/dtype_dispatch.h"
@@ -32,18 +33,8 @@ struct SubF { __device__ float operator()(float a, float b) const { return a - b
 struct MulF { __device__ float operator()(float a, float b) const { return a * b; } };
 struct DivF { __device__ float operator()(float a, float b) const { return a / b; } };
 
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kGeluCoeff = 0.044715f;
-
-__device__ inline float gelu(float x) {
-  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCoeff * x * x * x)));
-}
-
-__device__ inline float gelu_grad(float x) {
-  const float t = tanhf(kSqrt2OverPi * (x + kGeluCoeff * x * x * x));
-  return 0.5f * (1.0f + t) +
-         0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * x * x);
-}
+using cuda::gelu;       // gelu.cuh
+using cuda::gelu_grad;
 
 // SiLU: x * sigmoid(x); derivative s (1 + x (1 - s)), s = sigmoid(x).
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -1,15 +1,17 @@
 // The GeLU of a GPT's MLP on CUDA: the forward's Linear + GeLU as one cuBLASLt call
 // (CUBLASLT_EPILOGUE_GELU_AUX_BIAS), which saves an element-wise pass over the [N, 4C]
 // hidden layer, and the backward's GeLU derivative and recomputed hidden layer in one
-// element-wise pass after the GEMM (16-bit operands). Both fall back on the unfused
-// kernels, which are also what IEEE FP32 runs (the epilogue's GeLU is not IEEE FP32).
+// element-wise pass after the GEMM. Both fall back on the unfused kernels, which are
+// also what the IEEE FP32 forward runs (the epilogue's GeLU is not IEEE FP32).
 // The cuBLASLt calls themselves are blas_lt.cu's (blas_common.cuh).
 #include <type_traits>
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/gelu.cuh"
 #include "zero/kernels/cuda/split_tf32.cuh"
 #include "zero/kernels/dispatch.h"
+#include "zero/kernels/dtype_dispatch.h"
 #include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -71,16 +73,17 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
 // gradient at the MLP's output, W c_proj's weight), only to multiply it by gelu'(pre)
 // at once; and, since it did not keep the hidden layer gelu(pre), it makes that again
 // for c_proj's weight gradient (Note [Recomputing the GeLU] in autograd/ops/mlp_op.cpp).
-// Both need tanh(k (pre + 0.044715 pre^3)) of every element. For 16-bit operands one
-// pass after a plain GEMM does the two: it reads pre and dh, evaluates tanh once with
-// the hardware's tanh.approx.f32 (relative error about 2^-11, below the 2^-8 of a BF16
-// result), and writes dpre over dh and the hidden layer. With the exact tanhf the pass
-// is bound by arithmetic, not memory: the GeLU kernel alone took 59 us for GPT-2's 8192
-// x 3072 BF16 values, 1.7 TB/s. cuBLASLt's DGELU epilogue, which this replaces, ran an
+// Both need tanh(k (pre + 0.044715 pre^3)) of every element. One pass after a plain
+// GEMM does the two: it reads pre and dh, evaluates tanh once, and writes dpre over dh
+// and the hidden layer. For 16-bit operands tanh is the hardware's tanh.approx.f32
+// (relative error about 2^-11, below the 2^-8 of a BF16 result): with the exact tanhf
+// the pass is bound by arithmetic, not memory (the GeLU kernel alone took 59 us for
+// GPT-2's 8192 x 3072 BF16 values, 1.7 TB/s). FP32 evaluates gelu.cuh's formulas with
+// tanhf, as unary(kGelu) and unary_backward(kGelu) do, and gets their bits: the default
+// promises IEEE FP32 inside. cuBLASLt's DGELU epilogue, which this replaces, ran an
 // older kernel (120 us under Nsight Compute's locked clocks, where the plain GEMM takes
 // 57.5 us at the GPU's own); with the pass the MLP's backward took 3.75 ms of GPT-2's
 // step where it took 4.13 (docs/speed_notes.md, item 46).
-// F32 keeps the unfused kernels, exactly: the default promises IEEE FP32 inside.
 
 // tanh(x) in one instruction of the special-function unit.
 __device__ inline float tanh_approx(float x) {
@@ -90,23 +93,22 @@ __device__ inline float tanh_approx(float x) {
 }
 
 // grad[i] = grad[i] gelu'(pre[i]) in place, and hidden[i] = gelu(pre[i]) unless hidden
-// is null, a 16-byte pack of T a thread; n is a multiple of the pack.
+// is null, a 16-byte pack of T a thread; n is a multiple of the pack. FP32 evaluates
+// tanh with tanhf and gelu.cuh's formulas, as the unary kernels do (the same bits).
 template <typename T>
 __global__ void gelu_backward_kernel(const T* pre, T* grad, T* hidden, int64_t n) {
   using P = cuda::Pack<T>;
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n / cuda::kPack<T>) return;
-  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoeff = 0.044715f;
   const P x = reinterpret_cast<const P*>(pre)[i];
   P d = reinterpret_cast<const P*>(grad)[i], h;
 #pragma unroll
   for (int e = 0; e < cuda::kPack<T>; ++e) {
     const float v = static_cast<float>(x.v[e]);
-    const float t = tanh_approx(kSqrt2OverPi * (v + kCoeff * v * v * v));
-    h.v[e] = static_cast<T>(0.5f * v * (1.0f + t));
-    const float slope = 0.5f * (1.0f + t) +
-                        0.5f * v * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kCoeff * v * v);
-    d.v[e] = static_cast<T>(static_cast<float>(d.v[e]) * slope);
+    const float t = std::is_same_v<T, float> ? tanhf(cuda::gelu_arg(v))
+                                             : tanh_approx(cuda::gelu_arg(v));
+    h.v[e] = static_cast<T>(cuda::gelu_from(v, t));
+    d.v[e] = static_cast<T>(static_cast<float>(d.v[e]) * cuda::gelu_grad_from(v, t));
   }
   reinterpret_cast<P*>(grad)[i] = d;
   if (hidden != nullptr) reinterpret_cast<P*>(hidden)[i] = h;
@@ -118,26 +120,21 @@ void matmul_gelu_backward_cuda(const Tensor& grad_y, const Tensor& weight, const
   if (grad_pre.numel() == 0) return;
   matmul(grad_y, weight, grad_pre);  // dh (N, H)
   const int64_t n = grad_pre.numel();
-  const bool packed = grad_pre.dtype() != DataType::F32 && n % 8 == 0 && cuda::vec4_ok(pre) &&
-                      cuda::vec4_ok(grad_pre) && (!hidden.defined() || cuda::vec4_ok(hidden));
-  if (!packed) {  // F32 (Note above), or a size or alignment the packs do not fit
-    unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
-    if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);
-    return;
-  }
-  const auto launch = [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
+  dispatch_dtype<FloatTypes>(grad_pre.dtype(), "matmul_gelu_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const bool packed = n % cuda::kPack<T> == 0 && cuda::vec4_ok(pre) &&
+                        cuda::vec4_ok(grad_pre) && (!hidden.defined() || cuda::vec4_ok(hidden));
+    if (!packed) {  // a size or alignment the packs do not fit: the unfused kernels
+      unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
+      if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);
+      return;
+    }
     gelu_backward_kernel<T><<<cuda::grid_for(n, cuda::kPack<T>), cuda::kBlock, 0,
                               cuda::current_stream()>>>(
         pre.data_ptr<T>(), grad_pre.data_ptr<T>(),
         hidden.defined() ? hidden.data_ptr<T>() : nullptr, n);
     ZERO_CUDA_LAUNCH_CHECK();
-  };
-  if (grad_pre.dtype() == DataType::BF16) {
-    launch(static_cast<bf16*>(nullptr));
-  } else {
-    launch(static_cast<f16*>(nullptr));
-  }
+  });
 }
 
 }  // namespace
