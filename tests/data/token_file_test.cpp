@@ -84,6 +84,8 @@ TEST(TokenFileTest, DatasetInfoChecksEachField) {
   EXPECT_EQ(read_dataset_info(dir.str()).vocab_size, 65);
   // A folder where a file is expected: reading it threw std::ios_base::failure.
   expect_error([&] { read_text_file(dir.str()); }, {dir.str(), "folder"});
+  // A device that never ends (train_gpt --data /dev/zero read until the memory ran out).
+  expect_error([&] { read_text_file("/dev/zero"); }, {"/dev/zero", "device"});
 }
 
 TEST(TokenFileTest, PrepareRejectsVocabularyBeyondUint16) {

@@ -105,6 +105,10 @@ std::string read_text_file(const std::string& path) {
   std::error_code ec;
   ZERO_CHECK(!fs::is_directory(path, ec), "cannot read '", path,
              "': it is a folder, expected a file");
+  // A device such as /dev/zero never ends: reading it would fill the memory. (A pipe, as
+  // from the shell's <(command), ends when its writer does, and is read.)
+  ZERO_CHECK(!fs::is_character_file(path, ec) && !fs::is_block_file(path, ec), "cannot read '",
+             path, "': it is a device, expected a file");
   std::ifstream in(path, std::ios::binary);
   ZERO_CHECK(in.good(), "cannot open '", path, "' for reading (does it exist?)");
   std::string bytes;

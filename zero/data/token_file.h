@@ -45,8 +45,9 @@ DatasetInfo read_dataset_info(const std::string& dir);
 /// bytes, or holds an id >= `vocab_size` (naming the id and its position).
 std::vector<int32_t> load_tokens(const std::string& bin_path, int64_t vocab_size);
 
-/// The whole content of a file, as bytes (for `--data FILE`).
-/// @throws zero::Error naming the file if it cannot be read.
+/// The whole content of a file, as bytes (for `--data FILE`; a pipe is read to its end).
+/// @throws zero::Error naming the file if it cannot be read, or is a folder or a device
+/// (such as /dev/zero, which never ends).
 std::string read_text_file(const std::string& path);
 
 }  // namespace zero::data
