@@ -29,6 +29,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_train_side_by_side import zero_step  # noqa: E402  (bench_train_step, its JSON)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TEST_PROGRAMS = ("kernels_tests", "autograd_tests", "nn_tests")
 
@@ -47,14 +50,10 @@ def parse_attention(text):
     return figures
 
 
-def parse_step(text, preset, dtype):
-    """The last line of bench_train_step --json, as its ms a step and peak GiB."""
-    lines = [l for l in text.splitlines() if l.startswith("{")]
-    if not lines:
-        raise ValueError(f"no JSON line in bench_train_step's output:\n{text}")
-    r = json.loads(lines[-1])
-    return {f"step {preset} {dtype} ms": r["ms"],
-            f"step {preset} {dtype} peak GiB": r["peak_bytes"] / 2**30}
+def step_figures(result, preset, dtype):
+    """bench_train_step's JSON figures (zero_step's first result) as ms a step and peak GiB."""
+    return {f"step {preset} {dtype} ms": result["ms"],
+            f"step {preset} {dtype} peak GiB": result["peak_bytes"] / 2**30}
 
 
 def table(rounds):
@@ -96,8 +95,8 @@ gpt2       bf16      0.099     130.1    0.309     104.2
     assert f["attention bf16 char p=0 forward ms"] == 0.044, f
     assert f["attention bf16 gpt2 backward ms"] == 0.309, f
     assert len(f) == 6, f
-    s = parse_step('Zero gpt2: ...\n{"ms": 18.5, "tokens_per_s": 1, "peak_bytes": 1073741824, '
-                   '"flops": 1, "mallocs": 0}\n', "gpt2", "bf16")
+    s = step_figures({"ms": 18.5, "tokens_per_s": 1, "peak_bytes": 1073741824, "flops": 1,
+                      "mallocs": 0}, "gpt2", "bf16")
     assert s == {"step gpt2 bf16 ms": 18.5, "step gpt2 bf16 peak GiB": 1.0}, s
     rounds = {"base": [{"a": 2.0}, {"a": 4.0}, {"a": 3.0}], "this": [{"a": 1.5}, {"a": 1.5},
                                                                       {"a": 9.0}]}
@@ -128,6 +127,11 @@ def main():
         return 0
     if not args.base:
         ap.error("--base is required (or --table / --self-test)")
+    if args.rounds < 1:
+        ap.error(f"--rounds: expected at least 1, got {args.rounds}")
+    steps = [s.split(":") for s in args.steps.split(",") if s]
+    if any(len(s) != 2 for s in steps):
+        ap.error(f"--steps: expected preset:dtype pairs such as gpt2:bf16, got '{args.steps}'")
     trees = {"base": pathlib.Path(args.base).resolve(), "this": pathlib.Path(args.this).resolve()}
     for name, tree in trees.items():
         if not (tree / "zero" / "CMakeLists.txt").is_file():
@@ -143,7 +147,6 @@ def main():
             out = run([builds["this"] / "tests" / prog, f"--gtest_filter={args.tests}",
                        "--gtest_brief=1"])
             print(f"{prog}: {out.strip().splitlines()[-1] if out.strip() else 'no output'}")
-    steps = [s.split(":") for s in args.steps.split(",") if s]
     rounds = {"base": [], "this": []}
     for r in range(args.rounds):
         for name in ("base", "this"):
@@ -153,9 +156,8 @@ def main():
                 if mode:
                     figures.update(parse_attention(run([tools / "bench_attention", mode])))
             for preset, dtype in steps:
-                figures.update(parse_step(run([tools / "bench_train_step", "--preset", preset,
-                                               "--device", "cuda", "--dtype", dtype, "--json"]),
-                                          preset, dtype))
+                result, _ = zero_step(builds[name], preset, "ieee", 20, 5, False, dtype)
+                figures.update(step_figures(result, preset, dtype))
             if not figures:
                 sys.exit("bench_ab: the benchmarks printed no figures (no CUDA device here?)")
             rounds[name].append(figures)
