@@ -32,9 +32,13 @@ void expect_close(const Tensor& actual, const Tensor& expected, float rtol, floa
 }
 
 double max_relative_error(const Tensor& actual, const Tensor& expected) {
+  EXPECT_EQ(actual.sizes(), expected.sizes()) << "shapes differ";
+  if (actual.sizes() != expected.sizes()) return INFINITY;
   const std::vector<float> a = actual.ToVector<float>(), e = expected.ToVector<float>();
   double worst = 0.0, scale = 0.0;
   for (size_t i = 0; i < a.size(); ++i) {
+    // A NaN on either side is an infinite error (std::max would drop it: NaN compares false).
+    if (std::isnan(a[i]) || std::isnan(e[i])) return INFINITY;
     worst = std::max(worst, std::fabs(double(a[i]) - e[i]));
     scale = std::max(scale, std::fabs(double(e[i])));
   }
@@ -86,7 +90,7 @@ void check_gradients(const TensorFn& f, const std::vector<Tensor>& inputs, float
       evaluate(saved);
       const double numeric = (plus - minus) / (2.0 * eps);
       const double tol = atol + rtol * std::fabs(numeric);
-      if (std::fabs(analytic[i] - numeric) > tol && reported++ < 8) {
+      if (!(std::fabs(analytic[i] - numeric) <= tol) && reported++ < 8) {  // NaN fails too
         ADD_FAILURE() << "input " << k << " element " << i << ": backward gives " << analytic[i]
                       << ", finite differences give " << numeric << " (tolerance " << tol << ")";
       }

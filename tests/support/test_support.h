@@ -26,6 +26,7 @@ void expect_close(const Tensor& actual, const Tensor& expected, float rtol = 1e-
                   float atol = 1e-6f);
 /// max |actual - expected| over max |expected|: one scale-free error for a whole result
 /// (either tensor on any device), for arithmetic whose error scales with the result.
+/// Infinite when a value on either side is NaN or the shapes differ.
 double max_relative_error(const Tensor& actual, const Tensor& expected);
 
 /// A function of tensors, differentiated by check_gradients.
