@@ -4,6 +4,8 @@
     git worktree add .data/base HEAD~1        # the tree to compare with, in an ignored folder
     python3 tools/bench_ab.py --base .data/base [--tests '*ttention*'] [--attention bf16,tf32]
                               [--steps gpt2:bf16,char:bf16] [--rounds 2] [--save ab.json]
+    python3 tools/bench_ab.py --base . --base-env NAME=VALUE
+                                               # one tree: base runs its programs with NAME set
     python3 tools/bench_ab.py --table ab.json  # the table again, from saved figures
     python3 tools/bench_ab.py --self-test      # the parsing and the table, without a GPU
 
@@ -114,6 +116,8 @@ def main():
                     help="bench_attention modes, comma-separated (ieee, 3xtf32, tf32, bf16, f16)")
     ap.add_argument("--steps", default="gpt2:bf16,char:bf16",
                     help="bench_train_step preset:dtype pairs, comma-separated; '' for none")
+    ap.add_argument("--base-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the base tree's programs (repeatable)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tests", help="gtest filter: run these tests of this tree first")
     ap.add_argument("--save", help="write the figures of every round to this JSON file")
@@ -129,6 +133,10 @@ def main():
         ap.error("--base is required (or --table / --self-test)")
     if args.rounds < 1:
         ap.error(f"--rounds: expected at least 1, got {args.rounds}")
+    if any("=" not in e for e in args.base_env):
+        ap.error(f"--base-env: expected NAME=VALUE, got {args.base_env}")
+    envs = {"base": dict(os.environ, **dict(e.split("=", 1) for e in args.base_env)),
+            "this": dict(os.environ)}
     steps = [s.split(":") for s in args.steps.split(",") if s]
     if any(len(s) != 2 for s in steps):
         ap.error(f"--steps: expected preset:dtype pairs such as gpt2:bf16, got '{args.steps}'")
@@ -154,9 +162,11 @@ def main():
             figures = {}
             for mode in args.attention.split(","):
                 if mode:
-                    figures.update(parse_attention(run([tools / "bench_attention", mode])))
+                    figures.update(parse_attention(run([tools / "bench_attention", mode],
+                                                       env=envs[name])))
             for preset, dtype in steps:
-                result, _ = zero_step(builds[name], preset, "ieee", 20, 5, False, dtype)
+                result, _ = zero_step(builds[name], preset, "ieee", 20, 5, False, dtype,
+                                      env=envs[name])
                 figures.update(step_figures(result, preset, dtype))
             if not figures:
                 sys.exit("bench_ab: the benchmarks printed no figures (no CUDA device here?)")

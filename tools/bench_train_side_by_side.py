@@ -63,13 +63,13 @@ ROWS = [
 ]
 
 
-def zero_step(build, preset, fast, steps, warmup, profile, dtype="fp32"):
+def zero_step(build, preset, fast, steps, warmup, profile, dtype="fp32", env=None):
     exe = pathlib.Path(build) / "tools" / "bench_train_step"
     cmd = [str(exe), "--preset", preset, "--steps", str(steps), "--warmup", str(warmup), "--json",
            "--device", "cuda", "--dtype", dtype]
     if profile:
         cmd += ["--profile", "3"]
-    env = dict(os.environ, MX_FAST_MATMUL=fast)
+    env = dict(os.environ if env is None else env, MX_FAST_MATMUL=fast)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"error: {' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
