@@ -4,28 +4,20 @@
 // flags a resumed run applies and which it refuses (none is silently ignored), and the
 // choice of sampler (your ex11.1 once it is done), the printing of samples and of a
 // skipped update. (The flags of the ranks that --nproc starts are those of chapter 10's
-// launcher.h.)
-//
-// Each flag gets a CLI::Validator, so a value out of range is refused by CLI11 with the
-// flag's name ("--lr: expected a finite number in [0, 1], got 1e30"). Note that CLI11's
-// own CLI::Range lets NaN through (every comparison with NaN is false) and that CLI11
-// reads "-1" into an unsigned option as 2^64 - 1; the validators here check the text.
+// launcher.h.) Each flag's own range is checked by a validator of flag_validators.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "flag_validators.h"
 #include "sample_token.h"  // exercise ex11.1: the samples are drawn with your code
 #include "zero/core/error.h"
 #include "zero/data/char_tokenizer.h"
@@ -35,100 +27,6 @@
 #include "zero/train/trainer.h"
 
 namespace ch11 {
-
-// An integer of at least `lo`, written in decimal with nothing around it.
-inline CLI::Validator integer_at_least(int64_t lo) {
-  return CLI::Validator(
-      [lo](std::string& text) -> std::string {
-        int64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec == std::errc() && ptr == end && value >= lo) return "";
-        return "expected an integer >= " + std::to_string(lo) + ", got " + text;
-      },
-      lo == 0 ? "NONNEGATIVE" : lo == 1 ? "POSITIVE" : ">= " + std::to_string(lo));
-}
-
-// A seed: any 64-bit unsigned integer, but not a negative number wrapped around.
-inline CLI::Validator unsigned_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        uint64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec == std::errc() && ptr == end) return "";
-        return "expected an integer in [0, 2^64 - 1], got " + text;
-      },
-      "");
-}
-
-// A finite number in [lo, hi], or in [lo, hi) when `hi_open`.
-inline CLI::Validator finite_in(double lo, double hi, bool hi_open = false) {
-  std::ostringstream range;
-  if (std::isinf(hi)) {
-    range << ">= " << lo;
-  } else {
-    range << "in [" << lo << ", " << hi << (hi_open ? ")" : "]");
-  }
-  const std::string in = range.str();
-  return CLI::Validator(
-      [lo, hi, hi_open, in](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-        const bool ok = !text.empty() && end == text.c_str() + text.size() && std::isfinite(v) &&
-                        v >= lo && (hi_open ? v < hi : v <= hi);
-        return ok ? "" : "expected a finite number " + in + ", got " + text;
-      },
-      std::isinf(hi) && lo == 0 ? "NONNEGATIVE" : in.substr(std::isinf(hi) ? 0 : 3));
-}
-
-// A finite number >= lo.
-inline CLI::Validator finite_at_least(double lo) { return finite_in(lo, HUGE_VAL); }
-
-// A string that is not empty (a folder, a checkpoint).
-inline CLI::Validator non_empty() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        return text.empty() ? "expected a non-empty path" : "";
-      },
-      "NONEMPTY");
-}
-
-// A prompt: non-empty, valid UTF-8. (Whether its characters are in the vocabulary is
-// known only once the data is: check_prompt.)
-inline CLI::Validator prompt_text() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (text.empty()) return "expected at least one character, got an empty prompt";
-        try {
-          zero::data::decode_utf8(text);
-        } catch (const zero::Error& e) {
-          return std::string("expected UTF-8 text: ") + e.what();
-        }
-        return "";
-      },
-      "UTF-8");
-}
-
-// One of a fixed list of words (--dtype).
-inline CLI::Validator one_of(std::vector<std::string> words) {
-  std::string list;
-  for (const std::string& w : words) list += (list.empty() ? "" : ", ") + w;
-  return CLI::Validator(
-      [words, list](std::string& text) -> std::string {
-        for (const std::string& w : words) {
-          if (text == w) return "";
-        }
-        return "expected one of " + list + ", got '" + text + "'";
-      },
-      "{" + list + "}");
-}
-
-// Attaches `validator` to each named option of `app`.
-inline void check_options(CLI::App& app, std::initializer_list<const char*> names,
-                          const CLI::Validator& validator) {
-  for (const char* name : names) app.get_option(name)->check(validator);
-}
 
 // train_gpt's flags (call after adding them, before parsing).
 inline void check_train_flags(CLI::App& app) {
@@ -205,6 +103,45 @@ int guarded_main(const char* program, Run&& run) {
   return 1;
 }
 
+// The flags --quick sets itself (a tiny model for 20 steps): one given beside it would
+// be overridden without a word, so it is refused.
+inline void check_quick_flags(const CLI::App& app) {
+  for (const char* flag :
+       {"--n-layer", "--n-head", "--n-embd", "--block-size", "--dropout", "--batch-size",
+        "--max-steps", "--warmup", "--eval-every", "--eval-iters", "--log-every", "--samples",
+        "--sample-tokens"}) {
+    ZERO_CHECK(app.count(flag) == 0, "--quick sets ", flag,
+               " itself (a tiny model for 20 steps); drop one of the two");
+  }
+}
+
+// What no single flag's range can say: the heads split the width evenly, and the
+// learning rate decays from --lr down to --min-lr. Checked before any data is prepared
+// (and again on the config a resumed run assembles).
+inline void check_config(const zero::train::TrainConfig& cfg) {
+  ZERO_CHECK(cfg.model.n_embd % cfg.model.n_head == 0, "--n-head ", cfg.model.n_head,
+             " must divide --n-embd ", cfg.model.n_embd, " (each head takes n-embd / n-head)");
+  ZERO_CHECK(cfg.min_lr <= cfg.lr, "--min-lr ", cfg.min_lr, " is above --lr ", cfg.lr,
+             ": the learning rate decays from --lr down to --min-lr");
+}
+
+// What no single flag's range can say, checked before any data is prepared: the heads
+// split the width evenly, the learning rate decays from --lr down to --min-lr, and a
+// flag that --quick sets itself (a tiny model for 20 steps) is not also given, where it
+// would be overridden without a word. (A resumed run's config is checked again.)
+inline void check_config(const CLI::App& app, const zero::train::TrainConfig& cfg, bool quick) {
+  ZERO_CHECK(cfg.model.n_embd % cfg.model.n_head == 0, "--n-head ", cfg.model.n_head,
+             " must divide --n-embd ", cfg.model.n_embd, " (each head takes n-embd / n-head)");
+  ZERO_CHECK(cfg.min_lr <= cfg.lr, "--min-lr ", cfg.min_lr, " is above --lr ", cfg.lr,
+             ": the learning rate decays from --lr down to --min-lr");
+  for (const char* flag : {"--n-layer", "--n-head", "--n-embd", "--block-size", "--dropout",
+                           "--batch-size", "--max-steps", "--warmup", "--eval-every",
+                           "--eval-iters", "--log-every", "--samples", "--sample-tokens"}) {
+    ZERO_CHECK(!quick || app.count(flag) == 0, "--quick sets ", flag,
+               " itself (a tiny model for 20 steps); drop one of the two");
+  }
+}
+
 // The flags that fix a model's shape: a checkpoint's weights decide them.
 inline const char* const kShapeFlags[] = {"--n-layer", "--n-head", "--n-embd", "--block-size"};
 
@@ -246,6 +183,7 @@ inline zero::train::TrainConfig resumed_config(const CLI::App& app,
   take("--beta2", cfg.beta2, given.beta2);
   take("--grad-clip", cfg.grad_clip, given.grad_clip);
   take("--dtype", cfg.dtype, given.dtype);  // the weights are FP32 whatever the run's dtype
+  check_config(app, cfg, false);
   return cfg;
 }
 

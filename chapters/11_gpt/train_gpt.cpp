@@ -141,6 +141,7 @@ int run(int argc, char** argv) {
     cfg.batch_size = 8, cfg.max_steps = 20, cfg.warmup = 5;
     o.eval_every = 10, o.eval_iters = 2, o.log_every = 5, o.samples = 2, o.sample_tokens = 40;
   }
+  ch11::check_config(app, cfg, o.quick);  // flags that disagree: now, before any work
 
   const fs::path out(o.out_dir), ckpt = out / "checkpoint", best = out / "best";
   std::optional<io::DirLock> lock;  // one run per out-dir at a time; rank 0 holds it for all
@@ -235,7 +236,6 @@ int run(int argc, char** argv) {
     }
   };
   std::signal(SIGINT, on_sigint);
-
   double ms_sum = 0, ms_count = 0;  // time and number of the steps since the last log line
   while (true) {
     const int64_t step = trainer.step();

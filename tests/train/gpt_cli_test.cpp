@@ -186,6 +186,19 @@ TEST(GptCliTest, FlagsOutOfRangeAreRefusedBeforeAnyWork) {
   expect_refused(train(dir, {{"--block-size", "1000"}}), {"(1000)", "--block-size"});
 }
 
+TEST(GptCliTest, FlagsThatDisagreeAreRefusedBeforeAnyWork) {
+  TempDir dir;
+  const std::vector<std::pair<Flags, std::vector<std::string>>> bad = {
+      {{{"--n-embd", "18"}, {"--n-head", "4"}}, {"--n-head 4 must divide --n-embd 18"}},
+      {{{"--min-lr", "0.5"}, {"--lr", "0.1"}}, {"--min-lr 0.5 is above --lr 0.1"}},
+      {{{"--quick", kSwitch}}, {"--quick sets --n-layer itself", "drop one of the two"}}};
+  for (const auto& [flags, parts] : bad) {
+    const Outcome r = train(dir, flags);
+    expect_refused(r, parts);
+    EXPECT_EQ(r.output.find("prepared"), std::string::npos) << r.output;
+  }
+}
+
 // The flags of --nproc (chapters/10_multi_gpu/launcher.h): the ranks' own flags are checked
 // like any other and shown apart in --help; the launcher wants one GPU per process.
 TEST(GptCliTest, RankFlagsAndNprocAreCheckedBeforeAnyWork) {
