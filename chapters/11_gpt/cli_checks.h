@@ -103,28 +103,6 @@ int guarded_main(const char* program, Run&& run) {
   return 1;
 }
 
-// The flags --quick sets itself (a tiny model for 20 steps): one given beside it would
-// be overridden without a word, so it is refused.
-inline void check_quick_flags(const CLI::App& app) {
-  for (const char* flag :
-       {"--n-layer", "--n-head", "--n-embd", "--block-size", "--dropout", "--batch-size",
-        "--max-steps", "--warmup", "--eval-every", "--eval-iters", "--log-every", "--samples",
-        "--sample-tokens"}) {
-    ZERO_CHECK(app.count(flag) == 0, "--quick sets ", flag,
-               " itself (a tiny model for 20 steps); drop one of the two");
-  }
-}
-
-// What no single flag's range can say: the heads split the width evenly, and the
-// learning rate decays from --lr down to --min-lr. Checked before any data is prepared
-// (and again on the config a resumed run assembles).
-inline void check_config(const zero::train::TrainConfig& cfg) {
-  ZERO_CHECK(cfg.model.n_embd % cfg.model.n_head == 0, "--n-head ", cfg.model.n_head,
-             " must divide --n-embd ", cfg.model.n_embd, " (each head takes n-embd / n-head)");
-  ZERO_CHECK(cfg.min_lr <= cfg.lr, "--min-lr ", cfg.min_lr, " is above --lr ", cfg.lr,
-             ": the learning rate decays from --lr down to --min-lr");
-}
-
 // What no single flag's range can say, checked before any data is prepared: the heads
 // split the width evenly, the learning rate decays from --lr down to --min-lr, and a
 // flag that --quick sets itself (a tiny model for 20 steps) is not also given, where it
