@@ -21,7 +21,6 @@
 #include "sample_token.h"  // exercise ex11.1: the samples are drawn with your code
 #include "zero/core/error.h"
 #include "zero/data/char_tokenizer.h"
-#include "zero/data/utf8.h"
 #include "zero/train/checkpoint.h"
 #include "zero/train/sampling.h"
 #include "zero/train/trainer.h"
