@@ -100,6 +100,55 @@ TEST_P(AttentionHalfTest, MixedDtypesAreRefused) {
       "f32, bf16 or f16"));
 }
 
+// The 16-bit CUDA kernels on the edges of their tiles (the forward's 128-query tiles of
+// Note [Two row blocks a warp], the 64-row tiles elsewhere, D = 128's one-block path):
+// lengths just past a tile, fewer queries than keys, with and without the causal mask
+// and dropout, each D the kernels compile, against the FP32 kernels on the same
+// (widened) operands, in BF16 and F16.
+TEST(AttentionHalfCudaTest, TileEdgesAgainstTheFp32Kernels) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
+  struct Case { int64_t tq, tk, D; bool causal; float p; };
+  const Case cases[] = {{200, 200, 64, true, 0.0f},  {129, 129, 64, true, 0.1f},
+                        {66, 180, 64, true, 0.0f},   {130, 130, 128, false, 0.0f},
+                        {257, 257, 32, false, 0.1f}, {64, 64, 64, true, 0.0f}};
+  const TensorOption on = TensorOption().OnDevice(Device::Cuda(0));
+  Generator gen(11);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "Tq " << c.tq << " Tk " << c.tk << " D " << c.D
+                                    << (c.causal ? " causal" : "") << " p " << c.p);
+    const Tensor q = Tensor::Randn({1, 2, c.tq, c.D}, on, &gen);
+    const Tensor k = Tensor::Randn({1, 2, c.tk, c.D}, on, &gen);
+    const Tensor v = Tensor::Randn({1, 2, c.tk, c.D}, on, &gen);
+    const Tensor g = Tensor::Randn({1, 2, c.tq, c.D}, on, &gen);
+    // out, lse, dq, dk, dv of operands in q's dtype.
+    const auto attend = [&](const Tensor& q_, const Tensor& k_, const Tensor& v_,
+                            const Tensor& g_) {
+      const TensorOption like = TensorOption().WithDtype(q_.dtype()).OnDevice(q_.device());
+      std::vector<Tensor> r = {Tensor::Empty(q_.sizes(), like), Tensor::Empty({1, 2, c.tq}, on),
+                               Tensor::Empty(q_.sizes(), like), Tensor::Empty(k_.sizes(), like),
+                               Tensor::Empty(v_.sizes(), like)};
+      ops::attention_forward(q_, k_, v_, c.causal, c.p, 5, 2, r[0], r[1]);
+      ops::attention_backward(q_, k_, v_, r[0], r[1], g_, c.causal, c.p, 5, 2, r[2], r[3], r[4]);
+      return r;
+    };
+    for (const DataType dtype : {DataType::BF16, DataType::F16}) {
+      SCOPED_TRACE(to_string(dtype));
+      const Tensor qh = as(q, dtype), kh = as(k, dtype), vh = as(v, dtype), gh = as(g, dtype);
+      const std::vector<Tensor> half = attend(qh, kh, vh, gh);
+      const std::vector<Tensor> wide = attend(as(qh, DataType::F32), as(kh, DataType::F32),
+                                              as(vh, DataType::F32), as(gh, DataType::F32));
+      const char* names[] = {"out", "lse", "dq", "dk", "dv"};
+      // As above: P's and dS's rounding to 16 bits before their products.
+      const double units = dtype == DataType::BF16 ? 0.02 : 0.003;
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_LT(testing::max_relative_error(as(half[i], DataType::F32), wide[i]),
+                  i == 1 ? 1e-5 : units)
+            << names[i];
+      }
+    }
+  }
+}
+
 ZERO_INSTANTIATE_DEVICE_TEST(AttentionHalfTest);
 
 }  // namespace

@@ -10,6 +10,7 @@
 //   attention_fragments.cuh        which thread holds which element; acc += P B
 //   attention_softmax.cuh          the online softmax in registers; the causal mask
 //   attention_dropout_squares.cuh  one Philox block per 2 x 2 square of probabilities
+//   attention_row_passes.cuh       the backward's passes over rows: delta, dQ's rounding
 //
 // The CPU reference is cpu/attention_cpu.cpp; this file adds the launch arithmetic.
 //
@@ -17,7 +18,8 @@
 // Scores S = Q K^T * scale are formed a 64 x 64 tile at a time, in registers. One
 // block of 4 warps owns a tile of 64 query rows (the forward) or 64 key rows (the
 // backward), 16 rows per warp, and streams the other operand through shared memory in
-// 64-row tiles (Note [Attention tiles in shared memory]):
+// 64-row tiles (Note [Attention tiles in shared memory]). The 16-bit forward owns 128
+// query rows, 32 a warp (Note [Two row blocks a warp] in attention.cu):
 //
 //   forward   block (query tile i):  for each key tile j:  S = Q_i K_j^T
 //             m_new = max(m, rowmax S), P = exp(S - m_new), l = l e^(m - m_new) + rowsum P,
@@ -68,10 +70,12 @@ namespace zero::ops::cuda::flash {
 inline int tiles(int64_t rows) { return static_cast<int>((rows + kTile - 1) / kTile); }
 
 // Whether the tiles of these operands can be copied 16 bytes at a time (load_tile): D,
-// every stride and every start a multiple of 16 bytes.
-inline bool vectors_ok(int64_t D, std::initializer_list<const Tensor*> operands) {
+// every stride and every start a multiple of 16 bytes. With `bytes`, whether they can
+// be moved that many bytes at a time.
+inline bool vectors_ok(int64_t D, std::initializer_list<const Tensor*> operands,
+                       int64_t bytes = 16) {
   for (const Tensor* t : operands) {
-    const int64_t lanes = 16 / static_cast<int64_t>(dtype_size(t->dtype()));
+    const int64_t lanes = bytes / static_cast<int64_t>(dtype_size(t->dtype()));
     if (D % lanes != 0 || reinterpret_cast<uintptr_t>(t->data()) % 16 != 0) return false;
     for (int d = 0; d < 3; ++d) {
       if (t->stride(d) % lanes != 0) return false;

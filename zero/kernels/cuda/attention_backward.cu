@@ -17,11 +17,11 @@
 // the order in which blocks add their shares varies from run to run, so dQ's last bits
 // do too (one FP32 rounding per key tile, far below the 16-bit or TF32 products'
 // errors), and a [B, H, Tq, kD] FP32 buffer is zeroed before and read once after.
-// dS goes through the dO buffer of the tile, which no warp reads any more by then; at
-// D = 32 the tile rows are too short for 64 keys, so dS has a tile of its own.
+// Where dS goes: see kOwnDsTile below.
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
+#include "zero/kernels/cuda/attention_row_passes.cuh"
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -37,59 +37,18 @@ using namespace cuda::flash;
 // those (the owned operands are loaded in pair order, Note [Attention dropout squares])
 // and, of a 16 x 64 score tile, columns 8j + 2t and 8j + 2t + 1 in s[j].
 
-// Eight consecutive elements of a row, moved as one or two 16-byte loads or stores
-// where `vectors` (vectors_ok in attention.cuh) promises the alignment.
-template <typename E>
-struct alignas(16) Eight {
-  E v[8];
-};
-
-// The two numbers the dK, dV kernel needs of each query row = bh * Tq + i, eight lanes
-// a row, each taking eight elements at a time: stats[row] = {lse[row] as an exponent of
-// kA's base (Note [Exponentials in base 2]), delta = sum_d dO[row][d] * O[row][d]}. Side
-// by side, a query tile's 64 pairs are copied with cp.async like its rows. (A warp a
-// row, with 2-byte loads, held the kernel to a quarter of the memory bandwidth:
-// docs/speed_notes.md, item 43.)
-template <Arith kA, typename E = Element<kA>>
-__global__ void attention_delta_kernel(HeadView<const E> grad_out, HeadView<const E> out,
-                                       const float* lse, float2* stats, int64_t rows, int H,
-                                       int Tq, int D, bool vectors) {
-  const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
-  const int lane = threadIdx.x % 8;
-  float s = 0.0f;
-  if (row < rows) {
-    const int64_t bh = row / Tq, i = row % Tq;
-    const E* grad_row = grad_out.slice(bh, H) + i * grad_out.row;
-    const E* out_row = out.slice(bh, H) + i * out.row;
-    for (int d0 = 8 * lane; d0 < D; d0 += 64) {
-      Eight<E> g{}, o{};
-      if (vectors && d0 + 8 <= D) {
-        g = *reinterpret_cast<const Eight<E>*>(grad_row + d0);
-        o = *reinterpret_cast<const Eight<E>*>(out_row + d0);
-      } else {
-        for (int k = 0; k < 8 && d0 + k < D; ++k) {
-          g.v[k] = grad_row[d0 + k];
-          o.v[k] = out_row[d0 + k];
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < 8; ++k) s += static_cast<float>(g.v[k]) * static_cast<float>(o.v[k]);
-    }
-  }
-  for (int width = 4; width > 0; width /= 2) s += __shfl_xor_sync(0xffffffffu, s, width);
-  if (row < rows && lane == 0) stats[row] = make_float2(exponent_of_lse<kA>(lse[row]), s);
-}
-
 // s[j] += A B^T and d[j] += C D^T for a warp's 16 rows r0.. of shared tiles A and C
 // against all 64 rows of shared tiles B and D: the two score-like products of the
 // backward (S and dP, or their transposes).
 template <int kD, Arith kA, typename E>
-__device__ void two_scores(float s[kSteps][4], float d[kSteps][4], const E* a, const E* b,
+__device__ void two_scores(float (&s)[kSteps][4], float (&d)[kSteps][4], const E* a, const E* b,
                            const E* c, const E* dd, int r0) {
 #pragma unroll
   for (int kk = 0; kk < kD; kk += kK<kA>) {
-    times_rows<kD, kA>(s, a_rows_operand<kD, kA>(a, r0, kk), b, kk);
-    times_rows<kD, kA>(d, a_rows_operand<kD, kA>(c, r0, kk), dd, kk);
+    const Operand<kA, 4> ta = a_rows_operand<kD, kA>(a, r0, kk);
+    times_rows<kD, kA>(&s, &ta, b, kk);
+    const Operand<kA, 4> tc = a_rows_operand<kD, kA>(c, r0, kk);
+    times_rows<kD, kA>(&d, &tc, dd, kk);
   }
 }
 
@@ -128,10 +87,20 @@ __device__ inline void backward_probabilities(float st[kSteps][4], float dpt[kSt
   }
 }
 
-// Row stride parameter of the dS tile: the dO tile it reuses (kD >= 64), else a tile of
-// its own with rows long enough for 64 keys.
-template <int kD>
-constexpr int kDsWidth = kD >= 64 ? kD : 64;
+// Whether dS has a shared tile of its own. The 16-bit products' tiles are small enough
+// to spare one (64 KB a block at D = 64, two blocks an SM), and with it the dS of one
+// query tile needs no barrier before it is written (the loop's one barrier a tile keeps
+// the next tile's dS from overwriting it, Note [One barrier a tile] in
+// attention_tiles.cuh). The FP32 arithmetics' tiles are twice the size: a seventh would
+// leave room for one block an SM, so they write dS over the dO tile, once a barrier has
+// made sure every warp is done reading dO. At D = 32 the tile rows are too short for 64
+// keys, so dS has a tile of its own there too.
+template <int kD, Arith kA>
+constexpr bool kOwnDsTile = kSixteenBit<kA> || kD < 64;
+
+// Row stride parameter of the dS tile: its own has rows long enough for 64 keys.
+template <int kD, Arith kA>
+constexpr int kDsWidth = kOwnDsTile<kD, kA> ? kTile : kD;
 
 // The column of the dS tile that holds key row m (a row of the K tile) for the products
 // of kA: m itself on 16-bit tiles; for the FP32 arithmetics, the place in its 8-column
@@ -157,21 +126,51 @@ __device__ inline void atomic_add_pair(float* p, float x, float y) {
 #endif
 }
 
+// The A operand (16 x 16) of dS for queries [r0, r0 + 16) and keys [k0, k0 + 16), read
+// from a 16-bit tile that holds dS^T (a row a key) with ldmatrix.trans: lane l gives key
+// row k0 + l % 8 + 8 (l / 16) at query column r0 + 8 (l / 8 % 2), so blocks 0..3 are
+// (queries r0.., keys k0..), (r0 + 8.., k0..), (r0.., k0 + 8..), (r0 + 8.., k0 + 8..),
+// and thread (g, t) gets queries g of each block against keys 2t, 2t + 1: the layout of
+// a_rows16 (Note [16-bit fragments]).
+template <int kW, typename E>
+__device__ inline Packed16<4> a_rows16_of_transposed(const E* tile_t, int r0, int k0) {
+  const int lane = threadIdx.x % 32;
+  const E* p = tile_t + (k0 + lane % 8 + lane / 16 * 8) * kLd<kW, E> + r0 + lane / 8 % 2 * 8;
+  Packed16<4> a;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3])
+               : "r"(shared_address(p)));
+  return a;
+}
+
 // dQ's share of one query tile (Note [dQ by atomic additions]): writes the warp's dS^T
 // (ds_t, its 16 keys of rows r0.. of the K tile against the tile's 64 queries) into the
-// shared tile ds as dS, waits for every warp, then adds dS K for the warp's 16 queries
-// q0 + r0.. into dq_sum [Tq, kD]. The caller has made sure no warp still reads ds.
+// shared tile ds, waits for every warp, then adds dS K for the warp's 16 queries
+// q0 + r0.. into dq_sum [Tq, kD]. The caller has made sure no warp still reads ds. On
+// 16-bit tiles ds holds dS^T as the accumulators have it, a key a row: each thread
+// stores its two neighbouring queries as one 4-byte pair, and ldmatrix.trans reads dS
+// back as the A operand (16 stores a thread a tile instead of 64, and 16 conversions,
+// two values each). The FP32 arithmetics store dS itself, a query a row, in the key
+// order that b_rows_operand pairs with (ds_column).
 template <int kD, Arith kA, typename E>
 __device__ void add_dq_share(float* dq_sum, E* ds, const float ds_t[kSteps][4], const E* ks,
                              int q0, int r0, int Tq) {
-  constexpr int kLds = kLd<kDsWidth<kD>, E>;
+  constexpr int kLds = kLd<kDsWidth<kD, kA>, E>;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
+    if constexpr (kSixteenBit<kA>) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {  // key row r0 + g + 8 (e / 2) of ks, query 8j + 2t + e % 2
-      ds[(8 * j + 2 * t + e % 2) * kLds + ds_column<kA>(r0 + g + 8 * (e / 2))] =
-          convert_value<E>(ds_t[j][e]);
+      for (int h = 0; h < 2; ++h) {  // key row r0 + g + 8h of ks, queries 8j + 2t and + 1
+        *reinterpret_cast<uint32_t*>(ds + (r0 + g + 8 * h) * kLds + 8 * j + 2 * t) =
+            pack16<kA>(ds_t[j][2 * h], ds_t[j][2 * h + 1]);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {  // key row r0 + g + 8 (e / 2) of ks, query 8j + 2t + e % 2
+        ds[(8 * j + 2 * t + e % 2) * kLds + ds_column<kA>(r0 + g + 8 * (e / 2))] =
+            convert_value<E>(ds_t[j][e]);
+      }
     }
   }
   __syncthreads();
@@ -183,7 +182,12 @@ __device__ void add_dq_share(float* dq_sum, E* ds, const float ds_t[kSteps][4], 
     float acc[kCols / 8][4] = {};
 #pragma unroll
     for (int kk = 0; kk < kTile; kk += kK<kA>) {
-      const Operand<kA, 4> a = a_rows_operand<kDsWidth<kD>, kA>(ds, r0, kk);
+      Operand<kA, 4> a;
+      if constexpr (kSixteenBit<kA>) {
+        a = a_rows16_of_transposed<kDsWidth<kD, kA>>(ds, r0, kk);
+      } else {
+        a = a_rows_operand<kDsWidth<kD, kA>, kA>(ds, r0, kk);
+      }
 #pragma unroll
       for (int n = 0; n < kCols / 8; n += kSixteenBit<kA> ? 2 : 1) {
         if constexpr (kSixteenBit<kA>) {
@@ -209,33 +213,6 @@ __device__ void add_dq_share(float* dq_sum, E* ds, const float ds_t[kSteps][4], 
   }
 }
 
-// grad_q = scale * dq_sum, rounded once into E: one thread per eight elements of a row
-// of the [rows, D] result (rows = B * H * Tq), dq_sum's rows kD floats apart. (One
-// thread an element, with three 64-bit divisions each, ran at a quarter of the memory
-// bandwidth: docs/speed_notes.md, item 43.)
-template <int kD, typename E>
-__global__ void attention_dq_store_kernel(const float* dq_sum, HeadView<E> grad_q, int64_t rows,
-                                          int H, int Tq, int D, float scale, bool vectors) {
-  const int groups = (D + 7) / 8;
-  const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (e >= rows * groups) return;
-  const int64_t row = e / groups, bh = row / Tq, i = row % Tq;
-  const int d0 = static_cast<int>(e % groups) * 8;
-  const float* src = dq_sum + row * kD + d0;
-  E* dst = grad_q.slice(bh, H) + i * grad_q.row + d0;
-  if (vectors && d0 + 8 <= D) {
-    const float4 a = reinterpret_cast<const float4*>(src)[0];
-    const float4 b = reinterpret_cast<const float4*>(src)[1];
-    const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    Eight<E> r;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) r.v[k] = convert_value<E>(v[k] * scale);
-    *reinterpret_cast<Eight<E>*>(dst) = r;
-    return;
-  }
-  for (int k = 0; k < 8 && d0 + k < D; ++k) dst[k] = convert_value<E>(src[k] * scale);
-}
-
 // Blocks of the dK, dV kernel an SM holds at once, which caps its registers at 65536 /
 // (128 x blocks). Three blocks (170 registers) were faster for the 16-bit products when
 // the kernel had more instructions to hide (0.425 -> 0.381 ms on GPT-2's shape,
@@ -253,8 +230,7 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
   using E = Element<kA>;
   E* const smem = shared_tiles<E>();
   // ks, vs (64, kLd) resident; then two sets of qs, dos (64, kLd) and the rows' stats
-  // (64 float2) for the query tiles: one in use, the other loading; at D = 32, the dS
-  // tile.
+  // (64 float2) for the query tiles: one in use, the other loading; then the dS tile.
   constexpr int kSize = kTile * kLd<kD, E>;
   E* ks = smem;
   E* vs = smem + kSize;
@@ -263,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
   float* const vectors_s = reinterpret_cast<float*>(smem + 6 * kSize);
   const auto stats_s = [&](int b) { return reinterpret_cast<float2*>(vectors_s) + b * kTile; };
   const auto ds_tile = [&](int b) {
-    return kD >= 64 ? dos(b) : reinterpret_cast<E*>(vectors_s + 4 * kTile);
+    return kOwnDsTile<kD, kA> ? reinterpret_cast<E*>(vectors_s + 4 * kTile) : dos(b);
   };
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kTile, r0 = threadIdx.x / 32 * 16;
@@ -276,9 +252,11 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
   // odd q0 would pair each row with the wrong neighbour. The extra row is masked.
   const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) & ~1 : 0;
   // Starts loading query tile q0 into buffer b: Q and dO rows, and their stats.
+  const TileStream<kD, E> queries(qp, q.row, Tq, D, vectors);
+  const TileStream<kD, E> grads(gp, grad_out.row, Tq, D, vectors);
   const auto load_queries = [&](int q0, int b) {
-    load_tile<kD>(qs(b), qp, q.row, q0, Tq, D, vectors, false);
-    load_tile<kD>(dos(b), gp, grad_out.row, q0, Tq, D, vectors, false);
+    queries.load(qs(b), q0);
+    grads.load(dos(b), q0);
     if (threadIdx.x < kTile) {
       const int i = q0 + threadIdx.x;
       const unsigned to = shared_address(stats_s(b) + threadIdx.x);
@@ -292,11 +270,12 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
   if (q_begin < Tq) load_queries(q_begin, 0);
   commit_tiles();
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  // One barrier a query tile besides dS's (Note [One barrier a tile] in attention_tiles.cuh).
   for (int q0 = q_begin, buf = 0; q0 < Tq; q0 += kTile, buf ^= 1) {
+    wait_tiles<0>();
+    __syncthreads();  // tile q0 is in for every warp; every warp is done with the last tile
     if (q0 + kTile < Tq) load_queries(q0 + kTile, buf ^ 1);
     commit_tiles();
-    wait_tiles<1>();
-    __syncthreads();
     float st[kSteps][4] = {}, dpt[kSteps][4] = {};  // S^T = K Q^T, dP^T = V dO^T
     two_scores<kD, kA>(st, dpt, ks, qs(buf), vs, dos(buf), r0);
     const bool masked = tile_masked(q0, k0, Tq, Tk, causal);
@@ -316,11 +295,10 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
     } else {
       probabilities(No{}, No{});
     }
-    times_tile<kD, kA>(dv, st, dos(buf));   // dV += Z^T dO
-    times_tile<kD, kA>(dk, dpt, qs(buf));   // dK += dS^T Q
-    __syncthreads();  // every warp is done with dO: its buffer may take dS
+    times_tile<kD, kA>(&dv, &st, dos(buf));   // dV += Z^T dO
+    times_tile<kD, kA>(&dk, &dpt, qs(buf));   // dK += dS^T Q
+    if constexpr (!kOwnDsTile<kD, kA>) __syncthreads();  // every warp is done with dO
     add_dq_share<kD, kA>(dq_sum, ds_tile(buf), dpt, ks, q0, r0, Tq);
-    __syncthreads();  // every warp is done with buffer buf: the next load may reuse it
   }
   store_acc<kD>(grad_k.slice(bh, H), grad_k.row, dk, scale, k0 + r0, Tk, D);
   store_acc<kD>(grad_v.slice(bh, H), grad_v.row, dv, 1.0f, k0 + r0, Tk, D);
@@ -359,7 +337,7 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   // dQ's FP32 sum, rows kD floats apart so that every pair a thread adds is aligned.
   Tensor dq_sum = Tensor::Zeros({bh * Tq * kD}, lse.options());
   const size_t smem_kv =
-      smem_bytes<kD, kA>(6, 4) + (kD >= 64 ? 0 : sizeof(E) * kTile * kLd<kDsWidth<kD>, E>);
+      smem_bytes<kD, kA>(6, 4) + (kOwnDsTile<kD, kA> ? sizeof(E) * kTile * kLd<kTile, E> : 0);
   allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
   const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
   attention_backward_dkdv_kernel<kD, kA>

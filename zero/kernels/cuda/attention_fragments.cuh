@@ -199,24 +199,32 @@ __device__ inline Operand<kA, 2> b_rows_operand(const float* tile, int k0, int n
   }
 }
 
-// s[j] += A B_j for the 8 column tiles j of a 64-row shared tile M, B_j(k, n) =
-// M[8j + n][k0 + k]: a warp's 16 x 64 scores against M's rows (K in the forward's S =
-// Q K^T, Q and dO in the backward's S^T and dP^T), over columns k0 .. k0 + kK. On
-// 16-bit tiles one ldmatrix.x4 gives two column tiles.
-template <int kD, Arith kA, typename E>
-__device__ inline void times_rows(float s[kSteps][4], const Operand<kA, 4>& a, const E* tile,
+// s[x][j] += A_x B_j for the 8 column tiles j of a 64-row shared tile M, B_j(k, n) =
+// M[8j + n][k0 + k], over columns k0 .. k0 + kK, for the kBlocks 16-row blocks x of a
+// warp (A_x their operands): a warp's 16 x 64 scores against M's rows (K in the
+// forward's S = Q K^T, Q and dO in the backward's S^T and dP^T). Each B is read once
+// for all the blocks; on 16-bit tiles one ldmatrix.x4 gives two column tiles.
+template <int kD, Arith kA, int kBlocks = 1, typename E>
+__device__ inline void times_rows(float (*s)[kSteps][4], const Operand<kA, 4>* a, const E* tile,
                                   int k0) {
   if constexpr (kSixteenBit<kA>) {
 #pragma unroll
     for (int j = 0; j < kSteps; j += 2) {
       uint32_t b[4];
       b_cols16_pair<kD>(b, tile, 8 * j, k0);
-      mma_16bit<kA == Arith::kBf16>(s[j], a.r, b);
-      mma_16bit<kA == Arith::kBf16>(s[j + 1], a.r, b + 2);
+#pragma unroll
+      for (int x = 0; x < kBlocks; ++x) {
+        mma_16bit<kA == Arith::kBf16>(s[x][j], a[x].r, b);
+        mma_16bit<kA == Arith::kBf16>(s[x][j + 1], a[x].r, b + 2);
+      }
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < kSteps; ++j) mma<kA>(s[j], a, b_cols_operand<kD, kA>(tile, 8 * j, k0));
+    for (int j = 0; j < kSteps; ++j) {
+      const Operand<kA, 2> b = b_cols_operand<kD, kA>(tile, 8 * j, k0);
+#pragma unroll
+      for (int x = 0; x < kBlocks; ++x) mma<kA>(s[x][j], a[x], b);
+    }
   }
 }
 
@@ -226,36 +234,51 @@ __device__ inline void acc_as_a(float a[4], const float c[4]) {
   a[0] = c[0], a[1] = c[2], a[2] = c[1], a[3] = c[3];
 }
 
-// acc[n] += P B for P a warp's 16 x 64 accumulators (keys 8j.. in p[j]) and B a 64 x kD
-// shared tile: O += P V in the forward, dV += Z^T dO, dK += dS^T Q and dQ += dS K in the
-// backward. Each A fragment is made once and used against all kD / 8 column steps. On
-// 16-bit tiles two neighbouring accumulators are one A operand of 16 keys (Note [16-bit
-// fragments]).
-template <int kD, Arith kA, typename E>
-__device__ inline void times_tile(float acc[kD / 8][4], const float p[kSteps][4], const E* b) {
+// acc[x][n] += P_x B for the kBlocks 16-row blocks x of a warp, P_x its 16 x 64
+// accumulators (keys 8j.. in p[x][j]) and B a 64 x kD shared tile: O += P V in the
+// forward, dV += Z^T dO, dK += dS^T Q and dQ += dS K in the backward. Each A fragment
+// is made once and used against all kD / 8 column steps, each B fragment read once for
+// all the blocks. On 16-bit tiles two neighbouring accumulators are one A operand of 16
+// keys (Note [16-bit fragments]).
+template <int kD, Arith kA, int kBlocks = 1, typename E>
+__device__ inline void times_tile(float (*acc)[kD / 8][4], const float (*p)[kSteps][4],
+                                  const E* b) {
   if constexpr (kSixteenBit<kA>) {
 #pragma unroll
     for (int j = 0; j < kSteps; j += 2) {
-      const Packed16<4> a = {{pack16<kA>(p[j][0], p[j][1]), pack16<kA>(p[j][2], p[j][3]),
-                              pack16<kA>(p[j + 1][0], p[j + 1][1]),
-                              pack16<kA>(p[j + 1][2], p[j + 1][3])}};
+      Packed16<4> a[kBlocks];
+#pragma unroll
+      for (int x = 0; x < kBlocks; ++x) {
+        a[x] = {{pack16<kA>(p[x][j][0], p[x][j][1]), pack16<kA>(p[x][j][2], p[x][j][3]),
+                 pack16<kA>(p[x][j + 1][0], p[x][j + 1][1]),
+                 pack16<kA>(p[x][j + 1][2], p[x][j + 1][3])}};
+      }
 #pragma unroll
       for (int n = 0; n < kD / 8; n += 2) {
         uint32_t v[4];
         b_rows16<kD>(v, b, 8 * j, 8 * n);
-        mma_16bit<kA == Arith::kBf16>(acc[n], a.r, v);
-        mma_16bit<kA == Arith::kBf16>(acc[n + 1], a.r, v + 2);
+#pragma unroll
+        for (int x = 0; x < kBlocks; ++x) {
+          mma_16bit<kA == Arith::kBf16>(acc[x][n], a[x].r, v);
+          mma_16bit<kA == Arith::kBf16>(acc[x][n + 1], a[x].r, v + 2);
+        }
       }
     }
   } else {
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
-      float a[4];
-      acc_as_a(a, p[j]);
-      const Operand<kA, 4> ta = operand<kA>(a);
+      Operand<kA, 4> ta[kBlocks];
+#pragma unroll
+      for (int x = 0; x < kBlocks; ++x) {
+        float a[4];
+        acc_as_a(a, p[x][j]);
+        ta[x] = operand<kA>(a);
+      }
 #pragma unroll
       for (int n = 0; n < kD / 8; ++n) {
-        mma<kA>(acc[n], ta, b_rows_operand<kD, kA>(b, 8 * j, 8 * n));
+        const Operand<kA, 2> bn = b_rows_operand<kD, kA>(b, 8 * j, 8 * n);
+#pragma unroll
+        for (int x = 0; x < kBlocks; ++x) mma<kA>(acc[x][n], ta[x], bn);
       }
     }
   }

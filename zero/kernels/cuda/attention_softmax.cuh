@@ -54,12 +54,13 @@ __device__ inline float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Whether any score of the 64 x 64 tile of queries q0.. against keys k0.. is masked:
+// Whether any score of the q_rows x 64 tile of queries q0.. against keys k0.. is masked:
 // rows past Tq, keys past Tk, or (causal) a key past some row's last visible one. Only
 // such tiles pay for `visible` on every score; under the causal mask of GPT-2's T = 1024
-// that is 16 of a head's 136 tiles.
-__device__ inline bool tile_masked(int q0, int k0, int Tq, int Tk, bool causal) {
-  return q0 + kTile > Tq || k0 + kTile > Tk || (causal && k0 + kTile - 1 > q0 + (Tk - Tq));
+// that is 16 of a head's 136 tiles of 64 x 64.
+__device__ inline bool tile_masked(int q0, int k0, int Tq, int Tk, bool causal,
+                                   int q_rows = kTile) {
+  return q0 + q_rows > Tq || k0 + kTile > Tk || (causal && k0 + kTile - 1 > q0 + (Tk - Tq));
 }
 
 // The forward's first step on key tile k0: masks the thread's invisible raw scores s to

@@ -94,6 +94,70 @@ __device__ inline void load_tile(E* tile, const E* src, int64_t ld, int row0, in
   }
 }
 
+// Note [Tile copies worked out once]
+// The kernels' loops copy a 64-row tile of the same operand at every step, 64 rows
+// further on each time. load_tile works each copy's rows, columns, bounds and addresses
+// out anew from threadIdx.x, and inside a loop that is short of registers the compiler
+// does so at every step: in the SASS of the BF16 forward, about 300 of the roughly 790
+// instructions a warp issued per 64 x 64 tile (Nsight Compute's count, next to 64
+// mma.sync) were the two tiles' address arithmetic. A TileStream works a thread's part
+// out once, before the loop: where its first 16-byte piece comes from, how far apart its
+// pieces are, where they go in a tile, and how many rows it has before the operand
+// ends. A tile then costs per copy one compare, one address addition and the cp.async;
+// the destinations are one shared address plus constants. The tile is the same as
+// load_tile's, rows in plain order, so either may fill it. At kD = 128 the kernels' own
+// accumulators leave no registers to keep the stream in (the backward spilled), so
+// there it copies as load_tile does.
+template <int kD, typename E>
+class TileStream {
+ public:
+  // Copies of rows of the [rows, D] matrix at `src`, rows `ld` elements apart, with
+  // 16-byte pieces where `vectors` (vectors_ok in attention.cuh), else load_tile's
+  // element-by-element path.
+  __device__ TileStream(const E* src, int64_t ld, int rows, int D, bool vectors)
+      : src_(src), ld_(ld), rows_(rows), D_(D), vectors_(vectors) {
+    const int row = threadIdx.x / kPieces, col = threadIdx.x % kPieces * kLanes;
+    first_ = src + row * ld + col;
+    offset_ = static_cast<unsigned>(sizeof(E) * (row * kLd<kD, E> + col));
+    // Rows this thread may read, counted from its own first row: none past column D.
+    left_ = col < D ? rows - row : INT32_MIN / 2;
+  }
+
+  // Starts copying rows [row0, row0 + 64) into `tile`, zeros past the last row and past
+  // column D; wait_tiles and a __syncthreads() make them visible, as for load_tile.
+  __device__ void load(E* tile, int row0) const {
+    if (!kKept || !vectors_) {
+      load_tile<kD>(tile, src_, ld_, row0, rows_, D_, vectors_, false);
+      return;
+    }
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(tile)) + offset_;
+    const E* from = first_ + row0 * ld_;
+    const int left = left_ - row0;
+#pragma unroll
+    for (int n = 0; n < kCopies; ++n, from += kRowStep * ld_) {
+      const bool inside = n * kRowStep < left;
+      // A source size of 0 copies nothing and fills the 16 bytes with zeros.
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                       to + static_cast<unsigned>(sizeof(E) * n * kRowStep * kLd<kD, E>)),
+                   "l"(inside ? from : src_), "r"(inside ? 16 : 0));
+    }
+  }
+
+ private:
+  static constexpr bool kKept = kD <= 64;              // the stream's state in registers
+  static constexpr int kLanes = 16 / sizeof(E);        // elements in a 16-byte piece
+  static constexpr int kPieces = kD / kLanes;          // pieces in a row
+  static constexpr int kRowStep = kThreads / kPieces;  // rows between a thread's pieces
+  static constexpr int kCopies = kTile / kRowStep;     // pieces a thread copies a tile
+  static_assert(kThreads % kPieces == 0 && kTile % kRowStep == 0, "whole rows a step");
+  const E* src_;
+  const E* first_;
+  int64_t ld_;
+  int rows_, D_, left_;
+  unsigned offset_;
+  bool vectors_;
+};
+
 // Closes the group of copies issued since the last call (cp.async.commit_group).
 __device__ inline void commit_tiles() { asm volatile("cp.async.commit_group;\n" ::); }
 
@@ -104,21 +168,18 @@ __device__ inline void wait_tiles() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-// One step of the key loop of the forward and dQ kernels: starts copying key and value
-// tile k_next of the [Tk, D] matrices kp and vp (rows k_row and v_row elements apart)
-// into the idle buffers ks_next, vs_next (when k_next < k_end), then waits for the
-// copies issued before, which fill the buffers about to be used. The caller's
-// __syncthreads() after this makes them visible to every warp.
-template <int kD, typename E>
-__device__ inline void next_key_tiles(E* ks_next, E* vs_next, const E* kp, int64_t k_row,
-                                      const E* vp, int64_t v_row, int k_next, int k_end, int Tk,
-                                      int D, bool vectors) {
-  if (k_next < k_end) {
-    load_tile<kD>(ks_next, kp, k_row, k_next, Tk, D, vectors, false);
-    load_tile<kD>(vs_next, vp, v_row, k_next, Tk, D, vectors, false);
-  }
-  commit_tiles();
-  wait_tiles<1>();
-}
+// Note [One barrier a tile]
+// The kernels' loops compute on one buffer of streamed tiles while cp.async fills the
+// other. Each step needs two guarantees: the tile about to be used has arrived for every
+// warp, and no warp still reads the buffer the next copy will overwrite, the one the
+// step before used. One barrier gives both if the next copy is issued after it:
+//
+//   wait_tiles<0>(); __syncthreads();   tile i is in; every warp is done with tile i - 1
+//   copy tile i + 1 into the other buffer; commit_tiles();
+//   compute on tile i
+//
+// The copy still has a whole step to land. (Issuing it before the wait, as these
+// kernels once did, needed a second barrier at the end of each step, and four warps
+// that meet twice a tile wait for the slowest twice.)
 
 }  // namespace zero::ops::cuda::flash
