@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
+#include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
 
@@ -223,6 +224,9 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  // On an sm_90 GPU the 16-bit D = 64 forward without dropout runs on warpgroup
+  // products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu).
+  if (drop.p == 0.0f && attention_forward_wgmma(q, k, v, causal, out, lse)) return;
   // 16-bit operands go in as they are: the tiles hold them (Note [16-bit fragments]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
     constexpr int kD = decltype(width)::value;
