@@ -149,16 +149,17 @@ TEST(AttentionHalfCudaTest, TileEdgesAgainstTheFp32Kernels) {
   }
 }
 
-// The 16-bit forward at D = 64 without dropout, which on an sm_90 GPU runs on warpgroup
-// products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu; on other
-// GPUs these cases take the mma.sync kernels), on the GPT's packed layout: q, k and v
-// column ranges of [B, T, 3C] tensors, the output written into [B, T, C]. Lengths on
-// and around its 128-row tiles, a long causal run, fewer queries than keys; against the
-// FP32 kernels on the same (widened) operands.
-TEST(AttentionHalfCudaTest, PackedForwardAgainstTheFp32Kernels) {
+// The 16-bit forward and backward at D = 64 without dropout, which on an sm_90 GPU run
+// on warpgroup products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu
+// and its backward's; on other GPUs these cases take the mma.sync kernels), on the GPT's
+// packed layout: q, k and v column ranges of [B, T, 3C] tensors, the output written into
+// [B, T, C] and the gradients into [B, T, 3C]. Lengths on and around the 128-row tiles,
+// a long causal run, fewer queries than keys; against the FP32 kernels on the same
+// (widened) operands.
+TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   struct Case { int64_t tq, tk; bool causal; };
-  const Case cases[] = {{1, 1, true},     {127, 127, true}, {129, 129, true}, {300, 300, false},
+  const Case cases[] = {{1, 1, true},       {127, 127, true}, {129, 129, true}, {300, 300, false},
                         {1024, 1024, true}, {70, 333, true},  {100, 256, false}};
   constexpr int64_t B = 2, H = 3, D = 64, C = H * D;
   const TensorOption on = TensorOption().OnDevice(Device::Cuda(0));
@@ -170,24 +171,36 @@ TEST(AttentionHalfCudaTest, PackedForwardAgainstTheFp32Kernels) {
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "Tq " << c.tq << " Tk " << c.tk
                                       << (c.causal ? " causal" : ""));
-    const Tensor queries = Tensor::Randn({B, c.tq, 3 * C}, on, &gen);
-    const Tensor keys = Tensor::Randn({B, c.tk, 3 * C}, on, &gen);
-    // y [B, Tq, C] and lse of operands in the dtype of `x` and `z`.
-    const auto attend = [&](const Tensor& x, const Tensor& z) {
-      const Tensor y = Tensor::Empty({B, c.tq, C}, TensorOption().WithDtype(x.dtype()).OnDevice(x.device()));
-      const Tensor lse = Tensor::Empty({B, H, c.tq}, on);
-      ops::attention_forward(heads(x, 0), heads(z, 1), heads(z, 2), c.causal, 0.0f, 0, 0,
-                             y.View({B, c.tq, H, D}).Transpose(1, 2), lse);
-      return std::vector<Tensor>{y, lse};
+    const Tensor queries = Tensor::Randn({B, c.tq, 3 * C}, on, &gen);  // q in part 0
+    const Tensor keys = Tensor::Randn({B, c.tk, 3 * C}, on, &gen);     // k, v in parts 1, 2
+    const Tensor grad_y = Tensor::Randn({B, c.tq, C}, on, &gen);
+    // y, lse, the queries' gradient (dq in part 0) and the keys' (dk, dv in parts 1, 2),
+    // for operands in the dtype of x.
+    const auto attend = [&](const Tensor& x, const Tensor& z, const Tensor& gy) {
+      const TensorOption like = TensorOption().WithDtype(x.dtype()).OnDevice(x.device());
+      const Tensor y = Tensor::Empty({B, c.tq, C}, like), lse = Tensor::Empty({B, H, c.tq}, on);
+      const Tensor gx = Tensor::Zeros(x.sizes(), like), gz = Tensor::Zeros(z.sizes(), like);
+      const Tensor out = y.View({B, c.tq, H, D}).Transpose(1, 2);
+      ops::attention_forward(heads(x, 0), heads(z, 1), heads(z, 2), c.causal, 0.0f, 0, 0, out,
+                             lse);
+      ops::attention_backward(heads(x, 0), heads(z, 1), heads(z, 2), out, lse,
+                              gy.View({B, c.tq, H, D}).Transpose(1, 2), c.causal, 0.0f, 0, 0,
+                              heads(gx, 0), heads(gz, 1), heads(gz, 2));
+      return std::vector<Tensor>{y, lse, gx, gz};
     };
     for (const DataType dtype : {DataType::BF16, DataType::F16}) {
       SCOPED_TRACE(to_string(dtype));
-      const Tensor xh = as(queries, dtype), zh = as(keys, dtype);
-      const std::vector<Tensor> half = attend(xh, zh);
-      const std::vector<Tensor> wide = attend(as(xh, DataType::F32), as(zh, DataType::F32));
-      EXPECT_LT(testing::max_relative_error(as(half[0], DataType::F32), wide[0]),
-                dtype == DataType::BF16 ? 0.02 : 0.003) << "out";
-      EXPECT_LT(testing::max_relative_error(half[1], wide[1]), 1e-5) << "lse";
+      const Tensor xh = as(queries, dtype), zh = as(keys, dtype), gh = as(grad_y, dtype);
+      const std::vector<Tensor> half = attend(xh, zh, gh);
+      const std::vector<Tensor> wide =
+          attend(as(xh, DataType::F32), as(zh, DataType::F32), as(gh, DataType::F32));
+      const char* names[] = {"y", "lse", "dq", "dk and dv"};
+      const double units = dtype == DataType::BF16 ? 0.02 : 0.003;  // as above
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_LT(testing::max_relative_error(as(half[i], DataType::F32), wide[i]),
+                  i == 1 ? 1e-5 : units)
+            << names[i];
+      }
     }
   }
 }

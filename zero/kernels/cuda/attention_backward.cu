@@ -22,6 +22,7 @@
 
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/attention_row_passes.cuh"
+#include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -336,17 +337,23 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   const bool vectors = vectors_ok(D, {&q, &k, &v, &grad_out});
   // dQ's FP32 sum, rows kD floats apart so that every pair a thread adds is aligned.
   Tensor dq_sum = Tensor::Zeros({bh * Tq * kD}, lse.options());
-  const size_t smem_kv =
-      smem_bytes<kD, kA>(6, 4) + (kOwnDsTile<kD, kA> ? sizeof(E) * kTile * kLd<kTile, E> : 0);
-  allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
-  const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
-  attention_backward_dkdv_kernel<kD, kA>
-      <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
-          in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
-          stats_p, out_view<E>(grad_k),
-          out_view<E>(grad_v), dq_sum.data_ptr<float>(), H, Tq, Tk, D, scale,
-          exponent_scale<kA>(scale), causal, vectors, drop);
-  ZERO_CUDA_LAUNCH_CHECK();
+  // On an sm_90 GPU the 16-bit D = 64 backward without dropout makes dK, dV and dQ's
+  // sum on warpgroup products (Note [Attention backward on warpgroups]).
+  if (drop.p != 0.0f ||
+      !attention_backward_wgmma(q, k, v, grad_out, stats.data_ptr<float>(),
+                                dq_sum.data_ptr<float>(), causal, grad_k, grad_v)) {
+    const size_t smem_kv =
+        smem_bytes<kD, kA>(6, 4) + (kOwnDsTile<kD, kA> ? sizeof(E) * kTile * kLd<kTile, E> : 0);
+    allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);
+    const dim3 key_grid(static_cast<unsigned>(bh), tiles(Tk));
+    attention_backward_dkdv_kernel<kD, kA>
+        <<<key_grid, kThreads, smem_kv, cuda::current_stream()>>>(
+            in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
+            stats_p, out_view<E>(grad_k),
+            out_view<E>(grad_v), dq_sum.data_ptr<float>(), H, Tq, Tk, D, scale,
+            exponent_scale<kA>(scale), causal, vectors, drop);
+    ZERO_CUDA_LAUNCH_CHECK();
+  }
   if (Tq == 0) return;
   const int64_t threads = bh * Tq * ((D + 7) / 8);
   attention_dq_store_kernel<kD, E>

@@ -1,16 +1,34 @@
 // The attention kernels on Hopper's warpgroup products (kernels/cuda/sm90/, compiled for
-// sm_90a alone), as attention.cu calls them. Private to kernels/cuda/.
+// sm_90a alone), as attention.cu and attention_backward.cu call them. Private to
+// kernels/cuda/.
 #pragma once
+
+#include <initializer_list>
 
 #include "zero/core/tensor.h"
 
 namespace zero::ops {
 
-// The forward of attention.cu's attention_forward_cuda, on wgmma (Note [Warpgroup
-// products] in sm90/wgmma.cuh), when it applies: BF16 or F16 operands, D = 64, no
-// dropout, an sm_90 GPU, 16-byte aligned rows, and ZERO_ATTENTION_WGMMA not set to 0
-// in the environment. Returns false, having done nothing, when it does not apply.
+// Whether the wgmma kernels take these operands: q BF16 or F16 at D = 64, q and `reads`
+// in 16-byte aligned rows, `writes` (written two values at a time) 4-byte aligned, on
+// an sm_90 GPU, with ZERO_ATTENTION_WGMMA not set to 0 in the environment (which keeps
+// the mma.sync kernels, to compare). Dropout is the caller's to rule out.
+bool attention_wgmma_applies(const Tensor& q, std::initializer_list<const Tensor*> reads,
+                             std::initializer_list<const Tensor*> writes);
+
+// attention.cu's forward on wgmma (Note [Attention on warpgroups] in
+// sm90/attention_forward_wgmma.cu), when attention_wgmma_applies and there is no
+// dropout. Returns false, having done nothing, otherwise.
 bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                              const Tensor& out, const Tensor& lse);
+
+// The dK, dV kernel of attention_backward.cu on wgmma (Note [Attention backward on
+// warpgroups] in sm90/attention_backward_wgmma.cu), with that file's per-query (lse,
+// delta) pairs `stats` and dQ's FP32 sum `dq_sum` (rows of 64 floats), when
+// attention_wgmma_applies and there is no dropout. Returns false, having done nothing,
+// otherwise.
+bool attention_backward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& grad_out, const float* stats, float* dq_sum,
+                              bool causal, const Tensor& grad_k, const Tensor& grad_v);
 
 }  // namespace zero::ops

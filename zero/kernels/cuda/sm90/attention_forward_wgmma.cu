@@ -6,15 +6,22 @@
 //
 // Note [Attention on warpgroups]
 // A block of two warpgroups owns 128 query rows, 64 a group, and streams keys and values
-// through shared memory 128 rows at a time, double-buffered with cp.async. For each key
-// tile a group makes its 64 x 128 scores with four products (K = 16 of D each) whose
-// operands, its Q rows and the K tile, are both read from shared memory: no fragment
-// loads at all. The softmax runs on the accumulators as in attention.cu, now 32 scores
-// per row per thread; the probabilities, packed to 16 bits in place, are the A operand of
-// eight products O += P V (K = 16 keys each) that read V from shared memory as an
-// MN-major operand. At 128 x 128 a tile holds four times the scores of attention.cu's
-// 64 x 64 for one barrier, and the Tensor Cores take a group's whole tile in 12
-// instructions where mma.sync needed 128 a warp plus their operand loads.
+// through shared memory 128 rows at a time, double-buffered with cp.async. A group takes
+// a tile in two steps of 64 keys. A step's 64 x 64 scores are four products (K = 16 of
+// D each) whose operands, the group's Q rows and 64 rows of the K tile, are both read
+// from shared memory: no fragment loads at all. The softmax runs on the accumulators as
+// in attention.cu; the probabilities, packed to 16 bits in place, are the A operand of
+// four products O += P V (K = 16 keys each) that read V from shared memory as an
+// MN-major operand. Eight instructions a step, where mma.sync needed 64 a warp plus the
+// loads of their operands.
+//
+// Why 64-key steps in 128-key tiles: 128 x 128 scores a block make each K and V row
+// fetched once for 128 queries (half the traffic from L2 of 64-query blocks) and one
+// barrier serve 128 keys; 64-key steps keep a thread's live accumulators at 32 scores
+// and 32 outputs, which fits the 128 registers that two blocks an SM allow (128-key
+// steps needed more, and ptxas then serialised the products and spilled). Under the
+// causal mask the first group skips the second step of the diagonal tile, all of whose
+// keys come after its queries.
 //
 // Shared memory: Q, two K and two V tiles of 16 KB each (80 KB plus 1 KB to align the
 // swizzle's atoms), so two blocks, four warpgroups, fit an SM: while one group waits on
@@ -41,29 +48,6 @@ constexpr int kBlockThreads = 2 * kGroupThreads;
 constexpr uint32_t kTileBytes = kRows * wg::kRowBytes;
 constexpr int kSmemBytes = 5 * kTileBytes + wg::kAtomBytes;
 
-// Starts copying rows [row0, row0 + 128) of a [rows, 64] matrix, rows `ld` elements
-// apart, into the swizzled tile at shared address `tile` (16 bytes a copy, 8 threads a
-// row); rows past `rows` become zeros.
-template <typename E>
-__device__ inline void copy_tile(uint32_t tile, const E* src, int64_t ld, int row0, int rows) {
-#pragma unroll
-  for (int n = 0; n < kRows * 8 / kBlockThreads; ++n) {
-    const int i = threadIdx.x + n * kBlockThreads, r = i / 8, c = i % 8;
-    const bool inside = row0 + r < rows;
-    const E* from = inside ? src + (row0 + r) * ld + 8 * c : src;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tile + wg::swizzled(r, c)),
-                 "l"(from), "r"(inside ? 16 : 0));
-  }
-}
-
-// Keeps the registers of x allocated to x until here (placed after the wait of the
-// products that read them: they are read asynchronously).
-template <int N>
-__device__ inline void hold(const uint32_t (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" ::"r"(x[i]) : "memory");
-}
-
 // grid = (B * H, query tiles of 128), the last tile first; block = two warpgroups.
 // Thread (g, t) of warp w of group G holds query rows 64 G + 16 w + g and that + 8.
 template <Arith kA>
@@ -87,9 +71,9 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
   const uint32_t q_rows = base + 64 * group * wg::kRowBytes;  // the group's Q, in place
   const E* kp = k.slice(bh, H);
   const E* vp = v.slice(bh, H);
-  copy_tile(base, q.slice(bh, H), q.row, q0, Tq);
-  copy_tile(ks(0), kp, k.row, 0, Tk);
-  copy_tile(vs(0), vp, v.row, 0, Tk);
+  wg::copy_tile<kRows, kBlockThreads>(base, q.slice(bh, H), q.row, q0, Tq);
+  wg::copy_tile<kRows, kBlockThreads>(ks(0), kp, k.row, 0, Tk);
+  wg::copy_tile<kRows, kBlockThreads>(vs(0), vp, v.row, 0, Tk);
   commit_tiles();
 
   float o[32] = {};  // 64 x 64 a group: o[4 j + e] is row rows[e / 2], column 8 j + 2 t + e % 2
@@ -103,8 +87,8 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
     wg::fence_proxy_async();
     __syncthreads();
     if (k0 + kRows < k_end) {
-      copy_tile(ks(buf ^ 1), kp, k.row, k0 + kRows, Tk);
-      copy_tile(vs(buf ^ 1), vp, v.row, k0 + kRows, Tk);
+      wg::copy_tile<kRows, kBlockThreads>(ks(buf ^ 1), kp, k.row, k0 + kRows, Tk);
+      wg::copy_tile<kRows, kBlockThreads>(vs(buf ^ 1), vp, v.row, k0 + kRows, Tk);
     }
     commit_tiles();
 #pragma unroll 1
@@ -163,7 +147,7 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
       wg::wait<0>();
       wg::operands_ready(o);
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) hold(p[kk]);
+      for (int kk = 0; kk < 4; ++kk) wg::hold(p[kk]);
     }
   }
 
@@ -186,14 +170,6 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
 #endif
 }
 
-bool wgmma_wanted() {
-  static const bool wanted = [] {
-    const char* value = std::getenv("ZERO_ATTENTION_WGMMA");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
-  return wanted;
-}
-
 template <Arith kA>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, const Tensor& out,
             const Tensor& lse) {
@@ -212,9 +188,14 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, cons
 
 }  // namespace
 
-bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                             const Tensor& out, const Tensor& lse) {
-  if (q.size(3) != 64 || (q.dtype() != DataType::BF16 && q.dtype() != DataType::F16)) {
+bool attention_wgmma_applies(const Tensor& q, std::initializer_list<const Tensor*> reads,
+                             std::initializer_list<const Tensor*> writes) {
+  static const bool wanted = [] {
+    const char* value = std::getenv("ZERO_ATTENTION_WGMMA");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  if (!wanted || q.size(3) != 64 ||
+      (q.dtype() != DataType::BF16 && q.dtype() != DataType::F16)) {
     return false;
   }
   const int device = q.device().index();
@@ -222,12 +203,19 @@ bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, 
       cuda::device_attribute(device, cudaDevAttrComputeCapabilityMinor) != 0) {
     return false;
   }
-  // 16-byte copies of q, k, v; 4-byte stores of out's pairs.
-  if (!vectors_ok(64, {&q, &k, &v}) || reinterpret_cast<uintptr_t>(out.data()) % 4 != 0 ||
-      out.stride(0) % 2 != 0 || out.stride(1) % 2 != 0 || out.stride(2) % 2 != 0) {
-    return false;
+  if (!vectors_ok(64, {&q}) || !vectors_ok(64, reads)) return false;
+  for (const Tensor* t : writes) {
+    if (reinterpret_cast<uintptr_t>(t->data()) % 4 != 0) return false;
+    for (int d = 0; d < 3; ++d) {
+      if (t->stride(d) % 2 != 0) return false;
+    }
   }
-  if (!wgmma_wanted()) return false;
+  return true;
+}
+
+bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                             const Tensor& out, const Tensor& lse) {
+  if (!attention_wgmma_applies(q, {&k, &v}, {&out})) return false;
   if (q.dtype() == DataType::BF16) {
     launch<Arith::kBf16>(q, k, v, causal, out, lse);
   } else {

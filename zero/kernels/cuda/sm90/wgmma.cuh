@@ -86,6 +86,32 @@ __device__ inline void operands_ready(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Keeps the registers of x allocated to x until here; placed after the `wait` of the
+// products that take x as their A operand, which read it asynchronously.
+template <int N>
+__device__ inline void hold(const uint32_t (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" ::"r"(x[i]) : "memory");
+}
+
+// Starts copying rows [row0, row0 + kRows) of a [rows, 64] matrix of 16-bit values E,
+// rows `ld` elements apart, into the swizzled tile at shared address `tile`: cp.async,
+// 16 bytes a copy, 8 threads a row, over the block's kThreads threads. Rows past `rows`
+// become zeros. `cp.async.wait_group` and a barrier make them visible, and
+// `fence_proxy_async` visible to the products.
+template <int kRows, int kThreads, typename E>
+__device__ inline void copy_tile(uint32_t tile, const E* src, int64_t ld, int row0, int rows) {
+  static_assert(sizeof(E) == 2 && kRows * 8 % kThreads == 0, "16-bit rows, whole copies a thread");
+#pragma unroll
+  for (int n = 0; n < kRows * 8 / kThreads; ++n) {
+    const int i = threadIdx.x + n * kThreads, r = i / 8, c = i % 8;
+    const bool inside = row0 + r < rows;
+    const E* from = inside ? src + (row0 + r) * ld + 8 * c : src;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tile + swizzled(r, c)),
+                 "l"(from), "r"(inside ? 16 : 0));
+  }
+}
+
 #define ZERO_WG_ACC8(d, i)                                                                 \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
