@@ -71,13 +71,13 @@ __global__ void probe_kernel(const Half<kBf16>* a, const Half<kBf16>* b, float* 
   wg::fence();
   for (int kk = 0; kk < 4; ++kk) {
     if constexpr (kCase == kSsKK) {
-      wg::product_n64_ss<kBf16, 0, 0>(acc, wg::descriptor(at + 32 * kk),
-                                      wg::descriptor(bt + 32 * kk), kk > 0);
+      wg::product_n64_ss<kBf16, 0, 0>(acc, wg::descriptor(at) + kk * wg::kNextKOfKMajor,
+                                      wg::descriptor(bt) + kk * wg::kNextKOfKMajor, kk > 0);
     } else if constexpr (kCase == kRsMn) {
-      wg::product_n64_rs<kBf16, 1>(acc, frag[kk], wg::descriptor(bt + kk * 2 * wg::kAtomBytes));
+      wg::product_n64_rs<kBf16, 1>(acc, frag[kk], wg::descriptor(bt) + kk * wg::kNextKOfMnMajor);
     } else {
-      wg::product_n64_ss<kBf16, 1, 1>(acc, wg::descriptor(at + kk * 2 * wg::kAtomBytes),
-                                      wg::descriptor(bt + kk * 2 * wg::kAtomBytes), kk > 0);
+      wg::product_n64_ss<kBf16, 1, 1>(acc, wg::descriptor(at) + kk * wg::kNextKOfMnMajor,
+                                      wg::descriptor(bt) + kk * wg::kNextKOfMnMajor, kk > 0);
     }
   }
   wg::commit();

@@ -66,14 +66,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
   const auto qt = [&](int b) { return base + 2 * kKeyTile + b * kQueryTile; };
   const auto dot = [&](int b) { return base + 2 * kKeyTile + (2 + b) * kQueryTile; };
   const auto st = [&](int b) { return base + kStatsAt + b * kStatsTile; };
-  const int group = threadIdx.x / 128, r0 = threadIdx.x % 128 / 32 * 16;
+  const int group = wg::warpgroup(), r0 = threadIdx.x % 128 / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const uint32_t ds_tile = base + 2 * kKeyTile + (4 + group) * kQueryTile;
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kKeys, kg = k0 + 64 * group;  // the block's, the group's first key
   const int keys[2] = {kg + r0 + g, kg + r0 + g + 8};
-  const uint32_t k_rows = base + 64 * group * wg::kRowBytes;
-  const uint32_t v_rows = base + kKeyTile + 64 * group * wg::kRowBytes;
+  const uint64_t k_rows = wg::descriptor(base + 64 * group * wg::kRowBytes);  // the group's keys
+  const uint64_t v_rows = wg::descriptor(base + kKeyTile + 64 * group * wg::kRowBytes);
+  const uint64_t ds_rows = wg::descriptor(ds_tile);
   const int shift = Tk - Tq;  // query i sees keys up to i + shift (causal)
   // The first query tile with a query that sees one of the block's keys.
   const int q_begin = causal ? ::max(0, k0 - shift) / kQueries * kQueries : 0;
@@ -105,40 +106,42 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     // A group past Tk, or one whose first key no query of the tile sees, has no share.
     if (kg >= Tk || (causal && q0 + kQueries - 1 + shift < kg)) continue;
 
+    const uint64_t q_rows = wg::descriptor(qt(buf)), do_rows = wg::descriptor(dot(buf));
     float s[32], dp[32];
     wg::fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      wg::product_n64_ss<kBf16, 0, 0>(s, wg::descriptor(k_rows + 32 * kk),
-                                      wg::descriptor(qt(buf) + 32 * kk), kk > 0);
+      wg::product_n64_ss<kBf16, 0, 0>(s, k_rows + kk * wg::kNextKOfKMajor,
+                                      q_rows + kk * wg::kNextKOfKMajor, kk > 0);
     }
     wg::commit();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      wg::product_n64_ss<kBf16, 0, 0>(dp, wg::descriptor(v_rows + 32 * kk),
-                                      wg::descriptor(dot(buf) + 32 * kk), kk > 0);
+      wg::product_n64_ss<kBf16, 0, 0>(dp, v_rows + kk * wg::kNextKOfKMajor,
+                                      do_rows + kk * wg::kNextKOfKMajor, kk > 0);
     }
     wg::commit();
     wg::wait<1>();  // S^T is in; dP^T may still be running
     wg::operands_ready(s);
 
-    // P^T = exp_of(S^T score_scale - lse), 0 where masked; each query's pair read once.
+    // P^T = exp_of(S^T score_scale - lse), each query's pair read once; then 0 where
+    // masked, in a pass of its own that only the tiles with masked scores take.
     const float2* pairs = reinterpret_cast<const float2*>(smem_raw + (st(buf) - raw));
-    const bool masked = q0 + kQueries > Tq || kg + 64 > Tk || (causal && kg + 63 > q0 + shift);
     float delta[16];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        const int col = 8 * j + 2 * t + c;
-        const float2 pair = pairs[col];
+        const float2 pair = pairs[8 * j + 2 * t + c];
         delta[2 * j + c] = pair.y;
+        s[4 * j + c] = exp_of<kA>(fmaf(s[4 * j + c], score_scale, -pair.x));
+        s[4 * j + 2 + c] = exp_of<kA>(fmaf(s[4 * j + 2 + c], score_scale, -pair.x));
+      }
+    }
+    if (q0 + kQueries > Tq || kg + 64 > Tk || (causal && kg + 63 > q0 + shift)) {
 #pragma unroll
-        for (int x = 0; x < 2; ++x) {
-          float& p = s[4 * j + 2 * x + c];
-          p = exp_of<kA>(fmaf(p, score_scale, -pair.x));
-          if (masked && !visible(q0 + col, keys[x], Tq, Tk, causal)) p = 0.0f;
-        }
+      for (int i = 0; i < 32; ++i) {
+        if (!visible(q0 + i / 4 * 8 + 2 * t + i % 2, keys[i % 4 / 2], Tq, Tk, causal)) s[i] = 0.0f;
       }
     }
     wg::wait<0>();
@@ -163,11 +166,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     wg::fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const uint32_t step = kk * 2 * wg::kAtomBytes;  // 16 rows: queries, or keys
-      wg::product_n64_rs<kBf16, 1>(dv, p16[kk], wg::descriptor(dot(buf) + step));
-      wg::product_n64_rs<kBf16, 1>(dk, ds16[kk], wg::descriptor(qt(buf) + step));
-      wg::product_n64_ss<kBf16, 1, 1>(dq, wg::descriptor(ds_tile + step),
-                                      wg::descriptor(k_rows + step), kk > 0);
+      const uint64_t step = kk * wg::kNextKOfMnMajor;  // 16 rows: queries, or keys
+      wg::product_n64_rs<kBf16, 1>(dv, p16[kk], do_rows + step);
+      wg::product_n64_rs<kBf16, 1>(dk, ds16[kk], q_rows + step);
+      wg::product_n64_ss<kBf16, 1, 1>(dq, ds_rows + step, k_rows + step, kk > 0);
     }
     wg::commit();
     wg::wait<0>();

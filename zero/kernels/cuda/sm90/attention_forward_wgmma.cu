@@ -64,11 +64,11 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
   const auto ks = [&](int b) { return base + (1 + b) * kTileBytes; };
   const auto vs = [&](int b) { return base + (3 + b) * kTileBytes; };
   const int64_t bh = blockIdx.x;
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows, group = threadIdx.x / kGroupThreads;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows, group = wg::warpgroup();
   const int r0 = 64 * group + threadIdx.x % kGroupThreads / 32 * 16;  // the warp's first row
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};
-  const uint32_t q_rows = base + 64 * group * wg::kRowBytes;  // the group's Q, in place
+  const uint64_t q_rows = wg::descriptor(base + 64 * group * wg::kRowBytes);  // the group's Q
   const E* kp = k.slice(bh, H);
   const E* vp = v.slice(bh, H);
   wg::copy_tile<kRows, kBlockThreads>(base, q.slice(bh, H), q.row, q0, Tq);
@@ -93,14 +93,14 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
     commit_tiles();
 #pragma unroll 1
     for (int kb = k0; kb < ::min(k0 + kRows, group_end); kb += 64) {
-      const uint32_t k_rows = ks(buf) + (kb - k0) * wg::kRowBytes;  // 64 keys from kb
-      const uint32_t v_rows = vs(buf) + (kb - k0) * wg::kRowBytes;
+      const uint64_t k_rows = wg::descriptor(ks(buf) + (kb - k0) * wg::kRowBytes);  // keys kb..
+      const uint64_t v_rows = wg::descriptor(vs(buf) + (kb - k0) * wg::kRowBytes);
       float s[32];  // raw scores: s[4 j + e] is row rows[e / 2], key kb + 8 j + 2 t + e % 2
       wg::fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        wg::product_n64_ss<kBf16, 0, 0>(s, wg::descriptor(q_rows + 32 * kk),
-                                        wg::descriptor(k_rows + 32 * kk), kk > 0);
+        wg::product_n64_ss<kBf16, 0, 0>(s, q_rows + kk * wg::kNextKOfKMajor,
+                                        k_rows + kk * wg::kNextKOfKMajor, kk > 0);
       }
       wg::commit();
       wg::wait<0>();
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
       wg::fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        wg::product_n64_rs<kBf16, 1>(o, p[kk], wg::descriptor(v_rows + kk * 2 * wg::kAtomBytes));
+        wg::product_n64_rs<kBf16, 1>(o, p[kk], v_rows + kk * wg::kNextKOfMnMajor);
       }
       wg::commit();
       wg::wait<0>();

@@ -68,6 +68,16 @@ __device__ inline uint64_t descriptor(uint32_t addr) {
          (static_cast<uint64_t>(kAtomBytes >> 4) << 32) | (1ull << 62);
 }
 
+// A descriptor plus n describes the operand n * 16 bytes further on. Taking the next 16
+// values of K: 32 bytes along the rows of a K-major tile, 16 rows of an MN-major one.
+constexpr uint64_t kNextKOfKMajor = 32 >> 4;
+constexpr uint64_t kNextKOfMnMajor = 16 * kRowBytes >> 4;
+
+// This thread's warpgroup, read from lane 0 so that the compiler knows it is the same in
+// every thread of the warp: what is computed from it, the descriptors above all, can
+// then stay in the warp's uniform registers, which is where wgmma reads them from.
+__device__ inline int warpgroup() { return __shfl_sync(0xffffffffu, threadIdx.x / 128, 0); }
+
 __device__ inline void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ inline void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int kPending>
