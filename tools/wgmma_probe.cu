@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "zero/core/cuda/cuda_check.cuh"
+#include "zero/kernels/cuda/attention_tf32.cuh"
 #include "zero/kernels/cuda/sm90/wgmma.cuh"
 
 namespace {
@@ -35,13 +36,9 @@ using Half = std::conditional_t<kBf16, __nv_bfloat16, __half>;
 
 template <bool kBf16>
 __device__ uint32_t pack(float lo, float hi) {
-  if constexpr (kBf16) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  } else {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
+  using zero::ops::cuda::flash::pack16;
+  using zero::ops::cuda::flash::Arith;
+  return pack16<kBf16 ? Arith::kBf16 : Arith::kF16>(lo, hi);
 }
 
 // One warpgroup. a and b are 64 x 64 row-major; the tiles hold them as they are (for
@@ -71,8 +68,7 @@ __global__ void probe_kernel(const Half<kBf16>* a, const Half<kBf16>* b, float* 
   wg::fence();
   for (int kk = 0; kk < 4; ++kk) {
     if constexpr (kCase == kSsKK) {
-      wg::product_n64_ss<kBf16, 0, 0>(acc, wg::descriptor(at) + kk * wg::kNextKOfKMajor,
-                                      wg::descriptor(bt) + kk * wg::kNextKOfKMajor, kk > 0);
+      if (kk == 0) wg::scores_k64<kBf16>(acc, wg::descriptor(at), wg::descriptor(bt));
     } else if constexpr (kCase == kRsMn) {
       wg::product_n64_rs<kBf16, 1>(acc, frag[kk], wg::descriptor(bt) + kk * wg::kNextKOfMnMajor);
     } else {

@@ -109,17 +109,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     const uint64_t q_rows = wg::descriptor(qt(buf)), do_rows = wg::descriptor(dot(buf));
     float s[32], dp[32];
     wg::fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      wg::product_n64_ss<kBf16, 0, 0>(s, k_rows + kk * wg::kNextKOfKMajor,
-                                      q_rows + kk * wg::kNextKOfKMajor, kk > 0);
-    }
+    wg::scores_k64<kBf16>(s, k_rows, q_rows);
     wg::commit();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      wg::product_n64_ss<kBf16, 0, 0>(dp, v_rows + kk * wg::kNextKOfKMajor,
-                                      do_rows + kk * wg::kNextKOfKMajor, kk > 0);
-    }
+    wg::scores_k64<kBf16>(dp, v_rows, do_rows);
     wg::commit();
     wg::wait<1>();  // S^T is in; dP^T may still be running
     wg::operands_ready(s);

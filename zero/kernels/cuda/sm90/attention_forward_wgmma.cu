@@ -97,11 +97,7 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
       const uint64_t v_rows = wg::descriptor(vs(buf) + (kb - k0) * wg::kRowBytes);
       float s[32];  // raw scores: s[4 j + e] is row rows[e / 2], key kb + 8 j + 2 t + e % 2
       wg::fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        wg::product_n64_ss<kBf16, 0, 0>(s, q_rows + kk * wg::kNextKOfKMajor,
-                                        k_rows + kk * wg::kNextKOfKMajor, kk > 0);
-      }
+      wg::scores_k64<kBf16>(s, q_rows, k_rows);
       wg::commit();
       wg::wait<0>();
       wg::operands_ready(s);

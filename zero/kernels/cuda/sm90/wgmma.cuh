@@ -172,4 +172,14 @@ __device__ inline void product_n64_rs(float (&d)[32], const uint32_t (&a)[4], ui
   }
 }
 
+// d = A B^T over K = 64, A and B both K-major 64-row tiles (a score tile: Q K^T, K Q^T
+// or V dO^T): four products, the first overwriting d.
+template <bool kBf16>
+__device__ inline void scores_k64(float (&d)[32], uint64_t a, uint64_t b) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    product_n64_ss<kBf16, 0, 0>(d, a + kk * kNextKOfKMajor, b + kk * kNextKOfKMajor, kk > 0);
+  }
+}
+
 }  // namespace zero::ops::cuda::wgmma
