@@ -83,6 +83,8 @@ __global__ void probe_kernel(const Half<kBf16>* a, const Half<kBf16>* b, float* 
   for (int i = 0; i < 32; ++i) {
     d[(16 * w + g + 8 * (i % 4 / 2)) * kN + i / 4 * 8 + 2 * t + i % 2] = acc[i];
   }
+#elif defined(__CUDA_ARCH__)
+  __trap();  // no wgmma in this architecture's code: a launch fails loudly, not silently
 #endif
 }
 

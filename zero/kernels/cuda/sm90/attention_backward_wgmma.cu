@@ -196,6 +196,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
       *reinterpret_cast<uint32_t*>(vout + key * grad_v.row + d) = pack16<kA>(dv[i], dv[i + 1]);
     }
   }
+#elif defined(__CUDA_ARCH__)
+  __trap();  // no wgmma in this architecture's code: a launch fails loudly, not silently
 #endif
 }
 

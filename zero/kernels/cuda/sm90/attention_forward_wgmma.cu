@@ -163,6 +163,8 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
       if (rows[x] < Tq) lse[bh * Tq + rows[x]] = natural_lse<kA>(m[x], l[x]);
     }
   }
+#elif defined(__CUDA_ARCH__)
+  __trap();  // no wgmma in this architecture's code: a launch fails loudly, not silently
 #endif
 }
 
