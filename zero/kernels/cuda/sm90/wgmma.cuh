@@ -2,7 +2,8 @@
 // shared-memory descriptors they read their operands through, the 128-byte swizzled
 // tile those descriptors describe, and the fences the asynchronous products need.
 // Private to kernels/cuda/sm90/, whose files are compiled for sm_90a alone
-// (zero/CMakeLists.txt); the kernels built on it are attention_forward_wgmma.cu.
+// (zero/CMakeLists.txt); the kernels built on it are attention_forward_wgmma.cu and
+// attention_backward_wgmma.cu, and tools/wgmma_probe.cu checks each way they use it.
 //
 // Note [Warpgroup products]
 // mma.sync (attention_tf32.cuh) is one warp's 16 x 8 x 16 product on operands the warp
@@ -41,7 +42,8 @@
 // operands packed) before the products read them; `commit()` closes a group; `wait<N>()`
 // returns when at most N groups are in flight. The compiler does not know that an
 // accumulator changes until the wait, so `operands_ready` ties each accumulator register
-// to the wait (as CUTLASS's warpgroup_fence_operand does). Shared memory written by the
+// to the wait (as CUTLASS's warpgroup_fence_operand does), and `hold` keeps the registers
+// of an A operand from other use until then. Shared memory written by the
 // threads (cp.async, st.shared) reaches the Tensor Cores through the async proxy:
 // `fence_proxy_async()` after the writes and before the barrier that publishes them.
 #pragma once
