@@ -50,7 +50,7 @@ NOT_OURS = {
 
 # Root-relative names that are build products, not files: programs, and the placeholders
 # that tools print in their help (NN_topic, CHAPTER).
-BUILT = re.compile(r'^(tools/(bench_\w+|dump_gpt_step)|chapters/\d\d_\w+/ch\d\d_\w+|zero/openblas)$'
+BUILT = re.compile(r'^(tools/(bench_\w+|dump_gpt_step|wgmma_probe)|chapters/\d\d_\w+/ch\d\d_\w+|zero/openblas)$'
                    r'|/(NN_topic|CHAPTER)(/|$)')
 
 
