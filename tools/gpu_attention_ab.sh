@@ -3,8 +3,9 @@
 # runs tools/wgmma_probe (the wgmma operand layouts, on sm_90) and the attention and GPT
 # tests, then times this tree against BASE (a tree of main, e.g. a worktree carried in
 # .data/) and against itself with the mma.sync kernels (ZERO_ATTENTION_WGMMA=0), with
-# tools/bench_ab.py. Logs in $OUT (or ./gpu-logs).
-#   tools/gpu_attention_ab.sh BASE
+# tools/bench_ab.py. Logs in $OUT (or ./gpu-logs): at most eight files. With ROUNDS=1 (the
+# default) the whole call takes about eight minutes on one H200 with a fresh build.
+#   [ROUNDS=N] tools/gpu_attention_ab.sh BASE
 set -uo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: tools/gpu_attention_ab.sh BASE (a tree of Zero to compare with)}
@@ -17,7 +18,7 @@ cmake --build build/ab -j"$(nproc)" --target wgmma_probe > "$out/build_probe.log
   { grep -E "error|FAILED" "$out/build_probe.log" | head -40; exit 1; }
 build/ab/tools/wgmma_probe 2>&1 | tee "$out/probe.log"
 python3 tools/bench_ab.py --base "$base" --tests '*ttention*:*GPT*:*Gpt*' --attention bf16,tf32 \
-  --steps gpt2:bf16,char:bf16 --rounds 2 --save "$out/ab_main.json" 2>&1 | tee "$out/ab_main.log"
+  --steps gpt2:bf16,char:bf16 --rounds "${ROUNDS:-1}" --save "$out/ab_main.json" 2>&1 | tee "$out/ab_main.log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ]; then
   # A failing test stops bench_ab: do the mma.sync kernels pass the same tests?
@@ -26,4 +27,4 @@ if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
 python3 tools/bench_ab.py --base . --base-env ZERO_ATTENTION_WGMMA=0 --attention bf16 \
-  --steps gpt2:bf16 --rounds 1 --save "$out/ab_wgmma.json" 2>&1 | tee "$out/ab_wgmma.log"
+  --steps gpt2:bf16 --rounds "${ROUNDS:-1}" --save "$out/ab_wgmma.json" 2>&1 | tee "$out/ab_wgmma.log"
