@@ -4,7 +4,8 @@
 # tests, then times this tree against BASE (a tree of main, e.g. a worktree carried in
 # .data/) and against itself with the mma.sync kernels (ZERO_ATTENTION_WGMMA=0), with
 # tools/bench_ab.py. Logs in $OUT (or ./gpu-logs): at most eight files. With ROUNDS=1 (the
-# default) the whole call takes about eight minutes on one H200 with a fresh build.
+# default) the whole call should take about eight minutes on one H200 with a fresh build
+# (an estimate: the script has not run on a GPU yet).
 #   [ROUNDS=N] tools/gpu_attention_ab.sh BASE
 set -uo pipefail
 cd "$(dirname "$0")/.."
