@@ -171,9 +171,11 @@ def main():
             if not figures:
                 sys.exit("bench_ab: the benchmarks printed no figures (no CUDA device here?)")
             rounds[name].append(figures)
-            print(f"round {r + 1} {name}: {len(figures)} figures", flush=True)
-    if args.save:
-        pathlib.Path(args.save).write_text(json.dumps(rounds, indent=1))
+            # Each round's figures as they come, and saved, so that a run cut short by a
+            # time limit still leaves what it measured.
+            print(f"round {r + 1} {name}: {json.dumps(figures)}", flush=True)
+            if args.save:
+                pathlib.Path(args.save).write_text(json.dumps(rounds, indent=1))
     print(table(rounds))
     return 0
 
