@@ -4,6 +4,8 @@
 // CUDA, whose products run on 16-bit Tensor Cores (P and dS rounded to 16 bits), within
 // a few units of the format of that, and not the same bits. On both devices, close to
 // FP32 on the unrounded operands within the format's rounding.
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "tests/support/test_support.h"
@@ -18,6 +20,16 @@ Tensor as(const Tensor& t, DataType dtype) {
   Tensor out = Tensor::Empty(t.sizes(), TensorOption().WithDtype(dtype).OnDevice(t.device()));
   ops::convert(t, out);
   return out;
+}
+
+// The largest magnitude of a tensor's elements, read as FP32; infinite if one is NaN.
+double max_abs(const Tensor& t) {
+  double m = 0.0;
+  for (const float x : as(t, DataType::F32).ToVector<float>()) {
+    if (std::isnan(x)) return INFINITY;
+    m = std::max(m, std::fabs(double(x)));
+  }
+  return m;
 }
 
 // out, grad_q, grad_k, grad_v (in q's dtype) and lse for causal attention with dropout
@@ -159,8 +171,9 @@ TEST(AttentionHalfCudaTest, TileEdgesAgainstTheFp32Kernels) {
 TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   struct Case { int64_t tq, tk; bool causal; };
-  const Case cases[] = {{1, 1, true},       {127, 127, true}, {129, 129, true}, {300, 300, false},
-                        {1024, 1024, true}, {70, 333, true},  {100, 256, false}};
+  const Case cases[] = {{1, 1, true},    {1, 2, true},       {127, 127, true},
+                        {129, 129, true}, {300, 300, false},  {1024, 1024, true},
+                        {70, 333, true},  {100, 256, false}};
   constexpr int64_t B = 2, H = 3, D = 64, C = H * D;
   const TensorOption on = TensorOption().OnDevice(Device::Cuda(0));
   // Part i (q, k, v) of a packed [B, T, 3C] tensor as [B, H, T, D] heads.
@@ -197,6 +210,13 @@ TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
       const char* names[] = {"y", "lse", "dq", "dk and dv"};
       const double units = dtype == DataType::BF16 ? 0.02 : 0.003;  // as above
       for (int i = 0; i < 4; ++i) {
+        if (i == 2 && c.tk == 1) {
+          // One key: each query's softmax is 1 whatever its score, so dq is zero and both
+          // kernels write only rounding noise, which has no relative error to measure. It
+          // must be small beside the other gradients instead.
+          EXPECT_LT(max_abs(half[2]), units * max_abs(wide[3])) << names[i];
+          continue;
+        }
         EXPECT_LT(testing::max_relative_error(as(half[i], DataType::F32), wide[i]),
                   i == 1 ? 1e-5 : units)
             << names[i];
