@@ -7,6 +7,9 @@
 # default) the whole call should take about eight minutes on one H200 with a fresh build
 # (an estimate: the script has not run on a GPU yet).
 #   [ROUNDS=N] tools/gpu_attention_ab.sh BASE
+# Needs stb_image_write.h and stb_image.h (Debian's libstb-dev), which the lent H100 and
+# H200 machines lack: there, set ZERO_STB_INCLUDE_DIR to a carried folder holding the two
+# headers (an absolute path; both trees' configures read it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: tools/gpu_attention_ab.sh BASE (a tree of Zero to compare with)}
