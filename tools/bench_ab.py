@@ -60,6 +60,8 @@ def step_figures(result, preset, dtype):
 
 def table(rounds):
     """rounds: {"base": [figures, ...], "this": [figures, ...]} -> the printed table."""
+    if not rounds["base"] or not rounds["this"]:  # a run cut short before both trees ran
+        return "no round has figures of both trees"
     names = [n for n in rounds["base"][0] if all(n in r for r in rounds["base"] + rounds["this"])]
     width = max([len(n) for n in names] + [6])
     out = [f"{'figure':{width}} {'base':>9} {'this':>9} {'this/base':>9}"]
@@ -104,6 +106,7 @@ gpt2       bf16      0.099     130.1    0.309     104.2
                                                                       {"a": 9.0}]}
     t = table(rounds)
     assert "a" in t and "3.000" in t and "1.500" in t and "0.500" in t, t
+    assert table({"base": [{"a": 2.0}], "this": []}) == "no round has figures of both trees"
     print("bench_ab self-test: ok")
     return 0
 
