@@ -9,10 +9,11 @@
 
 namespace zero::ops {
 
-// Whether the wgmma kernels take these operands: q BF16 or F16 at D = 64, q and `reads`
-// in 16-byte aligned rows, `writes` (written two values at a time) 4-byte aligned, on
-// an sm_90 GPU, with ZERO_ATTENTION_WGMMA not set to 0 in the environment (which keeps
-// the mma.sync kernels, to compare). Dropout is the caller's to rule out.
+// Whether the wgmma kernels take these operands: q BF16 or F16 at D = 64; q, `reads`
+// and `writes` starting on 16 bytes, with strides of whole 16-byte moves (`writes`,
+// stored two values at a time, of 4-byte ones: flash::vectors_ok); on an sm_90 GPU,
+// with ZERO_ATTENTION_WGMMA not set to 0 in the environment (which keeps the mma.sync
+// kernels, to compare). Dropout is the caller's to rule out.
 bool attention_wgmma_applies(const Tensor& q, std::initializer_list<const Tensor*> reads,
                              std::initializer_list<const Tensor*> writes);
 

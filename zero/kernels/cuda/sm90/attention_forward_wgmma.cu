@@ -201,14 +201,8 @@ bool attention_wgmma_applies(const Tensor& q, std::initializer_list<const Tensor
       cuda::device_attribute(device, cudaDevAttrComputeCapabilityMinor) != 0) {
     return false;
   }
-  if (!vectors_ok(64, {&q}) || !vectors_ok(64, reads)) return false;
-  for (const Tensor* t : writes) {
-    if (reinterpret_cast<uintptr_t>(t->data()) % 4 != 0) return false;
-    for (int d = 0; d < 3; ++d) {
-      if (t->stride(d) % 2 != 0) return false;
-    }
-  }
-  return true;
+  // The writes store two values at a time.
+  return vectors_ok(64, {&q}) && vectors_ok(64, reads) && vectors_ok(64, writes, 4);
 }
 
 bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
