@@ -3,7 +3,7 @@
 // only the middle kernel of attention_backward.cu: the pass before it (each query's lse
 // and delta) and the one after (dQ's FP32 sum scaled and rounded into grad_q) are that
 // file's, and so are the formulas (Note [Flash attention] in attention.cuh) and dQ's
-// atomic additions (Note [dQ by atomic additions]).
+// FP32 sum (Note [dQ by atomic additions]), here added to by bulk reductions.
 //
 // Note [Attention backward on warpgroups]
 // A block of two warpgroups owns 128 keys, 64 a group, with K and V resident in shared
@@ -16,20 +16,33 @@
 //   dV_g += P^T dO    and  dK_g += dS^T Q      P^T and dS^T packed to 16 bits in place
 //                                                as A operands, dO and Q read as MN-major
 //                                                B operands from the same tiles;
-//   dQ   += dS K_g                               dS^T stored into a tile of the group's,
-//                                                read back as an MN-major A operand.
+//   dQ   += dS K                                 by the first group alone, over all 128
+//                                                keys: each group stores dS^T into a tile
+//                                                of its own, and the two tiles are read
+//                                                back as one MN-major A operand.
 //
 // The last product needs dS with queries as rows, the transpose of what the accumulators
-// hold; the tile turns it round, as the hardware reads an MN-major operand. Each group
-// adds its own 64-key share of dQ into the FP32 sum, so the only barrier besides the
-// block's one a tile is the group's own (bar.sync 1 + group, 128 threads) between
-// storing dS^T and reading it back. S^T waits alone while dP^T is still running, so the
-// exponentials overlap the second product.
+// hold; the tiles turn it round, as the hardware reads an MN-major operand. S^T waits
+// alone while dP^T is still running, so the exponentials overlap the second product.
+//
+// Note [dQ by bulk reductions]
+// The tile's share of dQ, 64 queries x 64 FP32 values, goes into dQ's sum in global
+// memory by addition, since other blocks add theirs to the same rows. One atomicAdd a
+// pair of values, as the mma.sync kernel does, is 2048 additions a warpgroup a step,
+// each a request of its own to L2; at GPT-2's shape they were the largest single cost
+// after the products (the kernel without them took 0.149 ms a layer instead of 0.211
+// on an H100, docs/speed_notes.md item 52). Here the first group makes the whole share
+// on the Tensor Cores (half the additions of a share a group), each warp stores its 16
+// rows into a shared tile, and 16 of its lanes hand one 256-byte row each to the copy
+// engine (cp.reduce.async.bulk ... add.f32), which adds it into L2 in one request. The
+// copies run on while the next step's products do: a lane waits only before the same
+// tile is written again two steps later (wait_group.read 1), and before the block ends.
 //
 // Registers: dK and dV (32 floats a thread each) live through the whole kernel, S^T and
 // dP^T (32 each) through a step, so one block an SM with up to 255 registers a thread.
 // Shared memory: K, V (16 KB each), Q and dO twice (8 KB each), a dS^T tile a group
-// (8 KB), and two tiles of 64 (lse, delta) pairs: 81 KB with the alignment.
+// (8 KB), two tiles of 64 (lse, delta) pairs, and dQ's share twice (18 KB each): 118 KB
+// with the alignment.
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/cuda/sm90/wgmma.cuh"
@@ -47,7 +60,13 @@ constexpr uint32_t kKeyTile = kKeys * wg::kRowBytes;        // 16 KB
 constexpr uint32_t kQueryTile = kQueries * wg::kRowBytes;   // 8 KB
 constexpr uint32_t kStatsAt = 2 * kKeyTile + 6 * kQueryTile; // after K, V, Q x 2, dO x 2, dS^T x 2
 constexpr uint32_t kStatsTile = kQueries * sizeof(float2);
-constexpr int kSmemBytes = kStatsAt + 2 * kStatsTile + wg::kAtomBytes;
+// The tile's FP32 share of dQ, rows of 64 floats padded to 72 (288 bytes) so that a
+// warp's stores of one accumulator pair fill two wavefronts (rows 8 floats apart in
+// the banks); two of them, for steps in turn.
+constexpr uint32_t kDqRowBytes = 72 * sizeof(float);
+constexpr uint32_t kDqTile = kQueries * kDqRowBytes;  // 18 KB
+constexpr uint32_t kDqAt = kStatsAt + 2 * kStatsTile;
+constexpr int kSmemBytes = kDqAt + 2 * kDqTile + wg::kAtomBytes;
 
 // grid = (B * H, key tiles of 128); block = two warpgroups. Thread (g, t) of warp w of
 // group G holds keys 64 G + 16 w + g and that + 8 of the block's tile, against queries
@@ -97,16 +116,20 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
   commit_tiles();
 
   float dk[32] = {}, dv[32] = {};  // the group's 64 x 64 dK and dV, laid out as s
+  int shares = 0;  // the steps that made a share of dQ, which alternate between its tiles
   for (int q0 = q_begin, buf = 0; q0 < Tq; q0 += kQueries, buf ^= 1) {
     wait_tiles<0>();
     wg::fence_proxy_async();
     __syncthreads();  // the tiles of q0 are in; both groups are done with the other buffer
     if (q0 + kQueries < Tq) load_queries(buf ^ 1, q0 + kQueries);
     commit_tiles();
-    // A group past Tk, or one whose first key no query of the tile sees, has no share.
-    if (kg >= Tk || (causal && q0 + kQueries - 1 + shift < kg)) continue;
-
+    // A block whose first key no query of the tile sees has no share in it. Its second
+    // group may have none where the first has (keys past Tk, or past the diagonal): it
+    // goes through the step all the same, its P and dS masked to zeros, since the first
+    // group's dQ product reads its dS tile.
+    if (k0 >= Tk || (causal && q0 + kQueries - 1 + shift < k0)) continue;
     const uint64_t q_rows = wg::descriptor(qt(buf)), do_rows = wg::descriptor(dot(buf));
+    uint32_t p16[4][4], ds16[4][4];
     float s[32], dp[32];
     wg::fence();
     wg::scores_k64<kBf16>(s, k_rows, q_rows);
@@ -140,7 +163,6 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     wg::operands_ready(dp);
     // dS^T = P^T (dP^T - delta); both packed to 16 bits as A operands (p16[kk]: queries
     // 16 kk ..), and dS^T stored into the group's tile, key rows of 64 queries.
-    uint32_t p16[4][4], ds16[4][4];
 #pragma unroll
     for (int i = 0; i < 32; i += 2) {
       const float d0 = s[i] * (dp[i] - delta[i / 4 * 2]);
@@ -152,8 +174,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
                    "r"(ds16[i / 8][i % 8 / 2]));
     }
     wg::fence_proxy_async();
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory");
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");  // both dS^T tiles are in
 
+    // The first group makes dQ = dS K over all 128 keys: the two dS^T tiles, and K,
+    // are 128 rows in a row, so the k-steps past 64 go on into the second's.
     float dq[32];
     wg::fence();
 #pragma unroll
@@ -161,7 +185,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
       const uint64_t step = kk * wg::kNextKOfMnMajor;  // 16 rows: queries, or keys
       wg::product_n64_rs<kBf16, 1>(dv, p16[kk], do_rows + step);
       wg::product_n64_rs<kBf16, 1>(dk, ds16[kk], q_rows + step);
-      wg::product_n64_ss<kBf16, 1, 1>(dq, ds_rows + step, k_rows + step, kk > 0);
+    }
+    if (group == 0) {
+#pragma unroll
+      for (int kk = 0; kk < 8; ++kk) {
+        const uint64_t step = kk * wg::kNextKOfMnMajor;
+        wg::product_n64_ss<kBf16, 1, 1>(dq, ds_rows + step, k_rows + step, kk > 0);
+      }
     }
     wg::commit();
     wg::wait<0>();
@@ -173,17 +203,34 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
       wg::hold(p16[kk]);
       wg::hold(ds16[kk]);
     }
-    // The group's share of dQ (queries r0 + g + 8 x of the tile against d = 8 j + 2 t ..)
-    // into the FP32 sum, whose rows are 64 floats apart.
+    if (group != 0) continue;
+    // The share of dQ into the FP32 sum (rows 64 floats apart) by bulk reductions
+    // (Note [dQ by bulk reductions]): the warp stores its 16 rows into this step's
+    // tile, once the copies of two steps ago have read it.
+    const uint32_t dq_tile = base + kDqAt + shares % 2 * kDqTile;
+    const int lane = threadIdx.x % 32;
+    if (lane < 16) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+    __syncwarp();
 #pragma unroll
     for (int i = 0; i < 32; i += 2) {
-      const int query = q0 + r0 + g + 8 * (i % 4 / 2), d = i / 4 * 8 + 2 * t;
-      if (query < Tq) {
-        atomicAdd(reinterpret_cast<float2*>(dq_sum + (bh * Tq + query) * 64 + d),
-                  make_float2(dq[i], dq[i + 1]));
-      }
+      const int row = r0 + g + 8 * (i % 4 / 2), d = i / 4 * 8 + 2 * t;
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(dq_tile + row * kDqRowBytes + 4 * d),
+                   "f"(dq[i]), "f"(dq[i + 1]));
     }
+    wg::fence_proxy_async();
+    __syncwarp();
+    if (lane < 16 && q0 + r0 + lane < Tq) {
+      asm volatile(
+          "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], 256;\n" ::"l"(
+              dq_sum + (bh * Tq + q0 + r0 + lane) * 64),
+          "r"(dq_tile + (r0 + lane) * kDqRowBytes)
+          : "memory");
+    }
+    if (lane < 16) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+    ++shares;
   }
+  // The copies must have read their rows before the block's shared memory goes.
+  if (threadIdx.x % 32 < 16) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 
   E* kout = grad_k.slice(bh, H);
   E* vout = grad_v.slice(bh, H);
