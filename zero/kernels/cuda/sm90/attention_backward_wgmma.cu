@@ -169,6 +169,18 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
       const float d1 = s[i + 1] * (dp[i + 1] - delta[i / 4 * 2 + 1]);
       p16[i / 8][i % 8 / 2] = pack16<kA>(s[i], s[i + 1]);
       ds16[i / 8][i % 8 / 2] = pack16<kA>(d0, d1);
+    }
+    // dV and dK start on the Tensor Cores while dS^T goes into its tile.
+    wg::fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint64_t step = kk * wg::kNextKOfMnMajor;  // 16 rows: queries, or keys
+      wg::product_n64_rs<kBf16, 1>(dv, p16[kk], do_rows + step);
+      wg::product_n64_rs<kBf16, 1>(dk, ds16[kk], q_rows + step);
+    }
+    wg::commit();
+#pragma unroll
+    for (int i = 0; i < 32; i += 2) {
       const int row = r0 + g + 8 * (i % 4 / 2);
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ds_tile + wg::swizzled(row, i / 4) + 4 * t),
                    "r"(ds16[i / 8][i % 8 / 2]));
@@ -179,14 +191,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     // The first group makes dQ = dS K over all 128 keys: the two dS^T tiles, and K,
     // are 128 rows in a row, so the k-steps past 64 go on into the second's.
     float dq[32];
-    wg::fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      const uint64_t step = kk * wg::kNextKOfMnMajor;  // 16 rows: queries, or keys
-      wg::product_n64_rs<kBf16, 1>(dv, p16[kk], do_rows + step);
-      wg::product_n64_rs<kBf16, 1>(dk, ds16[kk], q_rows + step);
-    }
     if (group == 0) {
+      wg::fence();
 #pragma unroll
       for (int kk = 0; kk < 8; ++kk) {
         const uint64_t step = kk * wg::kNextKOfMnMajor;
