@@ -8,7 +8,7 @@
 // Note [Attention backward on warpgroups]
 // A block of two warpgroups owns 128 keys, 64 a group, with K and V resident in shared
 // memory, and streams the queries 64 at a time: Q, dO and their (lse, delta) pairs,
-// double-buffered with cp.async. For each query tile a group makes
+// three tiles deep with cp.async. For each query tile a group makes
 //
 //   S^T  = K_g Q^T    and  dP^T = V_g dO^T     four products each, both operands read
 //                                                from shared memory (K-major);
@@ -22,8 +22,16 @@
 //                                                back as one MN-major A operand.
 //
 // The last product needs dS with queries as rows, the transpose of what the accumulators
-// hold; the tiles turn it round, as the hardware reads an MN-major operand. S^T waits
-// alone while dP^T is still running, so the exponentials overlap the second product.
+// hold; the tiles turn it round, as the hardware reads an MN-major operand.
+//
+// The steps overlap: as soon as step n's dV, dK and dQ products are issued and the
+// next query tile is in, the group issues step n + 1's S^T and dP^T, and only then
+// waits for step n's products and stores its dQ share. The Tensor Cores work on the
+// next scores while the warps store and copy. For that the query tiles are three
+// deep (one being read by step n's products, one by n + 1's scores, one loading), the
+// dS^T tiles two deep (step n + 1 writes its own while n's dQ product may still read
+// n's), and P^T has registers apart from S^T's. Measured on an H100 at GPT-2's shape:
+// 0.195 -> 0.179 ms a layer (docs/speed_notes.md item 53).
 //
 // Note [dQ by bulk reductions]
 // The tile's share of dQ, 64 queries x 64 FP32 values, goes into dQ's sum in global
@@ -38,11 +46,11 @@
 // copies run on while the next step's products do: a lane waits only before the same
 // tile is written again two steps later (wait_group.read 1), and before the block ends.
 //
-// Registers: dK and dV (32 floats a thread each) live through the whole kernel, S^T and
-// dP^T (32 each) through a step, so one block an SM with up to 255 registers a thread.
-// Shared memory: K, V (16 KB each), Q and dO twice (8 KB each), a dS^T tile a group
-// (8 KB), two tiles of 64 (lse, delta) pairs, and dQ's share twice (18 KB each): 118 KB
-// with the alignment.
+// Registers: dK and dV (32 floats a thread each) live through the whole kernel, S^T,
+// dP^T and P^T (32 each) through a step, so one block an SM with up to 255 registers a
+// thread (ptxas: 254, no spills). Shared memory: K, V (16 KB each), Q and dO three times
+// (8 KB each), two dS^T tiles a group (8 KB each), three tiles of 64 (lse, delta) pairs,
+// and dQ's share twice (18 KB each): 150.5 KB with the alignment.
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/cuda/sm90/wgmma.cuh"
@@ -58,14 +66,15 @@ constexpr int kQueries = 64;   // queries a step
 constexpr int kBlockThreads = 256;
 constexpr uint32_t kKeyTile = kKeys * wg::kRowBytes;        // 16 KB
 constexpr uint32_t kQueryTile = kQueries * wg::kRowBytes;   // 8 KB
-constexpr uint32_t kStatsAt = 2 * kKeyTile + 6 * kQueryTile; // after K, V, Q x 2, dO x 2, dS^T x 2
+constexpr int kStages = 3;  // query tiles in shared memory: one read, one in use by products, one loading
+constexpr uint32_t kStatsAt = 2 * kKeyTile + (2 * kStages + 4) * kQueryTile;  // after K, V, Q, dO, dS^T
 constexpr uint32_t kStatsTile = kQueries * sizeof(float2);
 // The tile's FP32 share of dQ, rows of 64 floats padded to 72 (288 bytes) so that a
 // warp's stores of one accumulator pair fill two wavefronts (rows 8 floats apart in
 // the banks); two of them, for steps in turn.
 constexpr uint32_t kDqRowBytes = 72 * sizeof(float);
 constexpr uint32_t kDqTile = kQueries * kDqRowBytes;  // 18 KB
-constexpr uint32_t kDqAt = kStatsAt + 2 * kStatsTile;
+constexpr uint32_t kDqAt = kStatsAt + kStages * kStatsTile;
 constexpr int kSmemBytes = kDqAt + 2 * kDqTile + wg::kAtomBytes;
 
 // grid = (B * H, key tiles of 128); block = two warpgroups. Thread (g, t) of warp w of
@@ -83,17 +92,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t base = (raw + wg::kAtomBytes - 1) & ~static_cast<uint32_t>(wg::kAtomBytes - 1);
   const auto qt = [&](int b) { return base + 2 * kKeyTile + b * kQueryTile; };
-  const auto dot = [&](int b) { return base + 2 * kKeyTile + (2 + b) * kQueryTile; };
+  const auto dot = [&](int b) { return base + 2 * kKeyTile + (kStages + b) * kQueryTile; };
+  // dS^T of step n: the groups' two tiles side by side, 128 key rows, at ds_at(n % 2).
+  const auto ds_at = [&](int n) { return base + 2 * kKeyTile + (2 * kStages + 2 * n) * kQueryTile; };
   const auto st = [&](int b) { return base + kStatsAt + b * kStatsTile; };
   const int group = wg::warpgroup(), r0 = threadIdx.x % 128 / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const uint32_t ds_tile = base + 2 * kKeyTile + (4 + group) * kQueryTile;
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kKeys, kg = k0 + 64 * group;  // the block's, the group's first key
   const int keys[2] = {kg + r0 + g, kg + r0 + g + 8};
   const uint64_t k_rows = wg::descriptor(base + 64 * group * wg::kRowBytes);  // the group's keys
   const uint64_t v_rows = wg::descriptor(base + kKeyTile + 64 * group * wg::kRowBytes);
-  const uint64_t ds_rows = wg::descriptor(ds_tile);
   const int shift = Tk - Tq;  // query i sees keys up to i + shift (causal)
   // The first query tile with a query that sees one of the block's keys.
   const int q_begin = causal ? ::max(0, k0 - shift) / kQueries * kQueries : 0;
@@ -110,35 +119,45 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
                    "l"(sp + (i < Tq ? i : 0)), "r"(i < Tq ? 8 : 0));
     }
   };
+  // Step n is the query tile at q_begin + 64 n; the block has a share in every one.
+  const int steps = (Tq - q_begin + kQueries - 1) / kQueries;
   wg::copy_tile<kKeys, kBlockThreads>(base, k.slice(bh, H), k.row, k0, Tk);
   wg::copy_tile<kKeys, kBlockThreads>(base + kKeyTile, v.slice(bh, H), v.row, k0, Tk);
-  load_queries(0, q_begin);
+  if (steps > 0) load_queries(0, q_begin);
+  commit_tiles();
+  if (steps > 1) load_queries(1, q_begin + kQueries);
   commit_tiles();
 
   float dk[32] = {}, dv[32] = {};  // the group's 64 x 64 dK and dV, laid out as s
-  int shares = 0;  // the steps that made a share of dQ, which alternate between its tiles
-  for (int q0 = q_begin, buf = 0; q0 < Tq; q0 += kQueries, buf ^= 1) {
-    wait_tiles<0>();
-    wg::fence_proxy_async();
-    __syncthreads();  // the tiles of q0 are in; both groups are done with the other buffer
-    if (q0 + kQueries < Tq) load_queries(buf ^ 1, q0 + kQueries);
-    commit_tiles();
-    // A block whose first key no query of the tile sees has no share in it. Its second
-    // group may have none where the first has (keys past Tk, or past the diagonal): it
-    // goes through the step all the same, its P and dS masked to zeros, since the first
-    // group's dQ product reads its dS tile.
-    if (k0 >= Tk || (causal && q0 + kQueries - 1 + shift < k0)) continue;
-    const uint64_t q_rows = wg::descriptor(qt(buf)), do_rows = wg::descriptor(dot(buf));
-    uint32_t p16[4][4], ds16[4][4];
-    float s[32], dp[32];
+  float s[32], dp[32];
+  // S^T and dP^T of step n are issued at the end of step n - 1, before that step's dQ
+  // is stored, so the Tensor Cores have them while the warps store and copy.
+  const auto issue_scores = [&](int b) {
     wg::fence();
-    wg::scores_k64<kBf16>(s, k_rows, q_rows);
+    wg::scores_k64<kBf16>(s, k_rows, wg::descriptor(qt(b)));
     wg::commit();
-    wg::scores_k64<kBf16>(dp, v_rows, do_rows);
+    wg::scores_k64<kBf16>(dp, v_rows, wg::descriptor(dot(b)));
     wg::commit();
-    wg::wait<1>();  // S^T is in; dP^T may still be running
+  };
+  if (steps > 0) {
+    wait_tiles<1>();
+    wg::fence_proxy_async();
+    __syncthreads();  // tile 0 is in
+    issue_scores(0);
+  }
+  int shares = 0;  // the steps whose share of dQ was stored, which alternate between tiles
+  for (int n = 0; n < steps; ++n) {
+    const int q0 = q_begin + n * kQueries, buf = n % kStages;
+    const uint64_t q_rows = wg::descriptor(qt(buf)), do_rows = wg::descriptor(dot(buf));
+    const uint32_t ds_tile = ds_at(n % 2) + group * kQueryTile;
+    uint32_t p16[4][4], ds16[4][4];
+    // S^T and dP^T, issued at the end of the step before, are in. (Waiting for S^T
+    // alone here, as the compiler cannot follow groups across the loop's back edge,
+    // makes it serialize every product: ptxas C7514.)
+    wg::wait<0>();
     wg::operands_ready(s);
-
+    wg::operands_ready(dp);
+    float p[32], dq[32];  // P^T, apart from S^T so that only products write S^T's registers
     // P^T = exp_of(S^T score_scale - lse), each query's pair read once; then 0 where
     // masked, in a pass of its own that only the tiles with masked scores take.
     const float2* pairs = reinterpret_cast<const float2*>(smem_raw + (st(buf) - raw));
@@ -149,25 +168,23 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
       for (int c = 0; c < 2; ++c) {
         const float2 pair = pairs[8 * j + 2 * t + c];
         delta[2 * j + c] = pair.y;
-        s[4 * j + c] = exp_of<kA>(fmaf(s[4 * j + c], score_scale, -pair.x));
-        s[4 * j + 2 + c] = exp_of<kA>(fmaf(s[4 * j + 2 + c], score_scale, -pair.x));
+        p[4 * j + c] = exp_of<kA>(fmaf(s[4 * j + c], score_scale, -pair.x));
+        p[4 * j + 2 + c] = exp_of<kA>(fmaf(s[4 * j + 2 + c], score_scale, -pair.x));
       }
     }
     if (q0 + kQueries > Tq || kg + 64 > Tk || (causal && kg + 63 > q0 + shift)) {
 #pragma unroll
       for (int i = 0; i < 32; ++i) {
-        if (!visible(q0 + i / 4 * 8 + 2 * t + i % 2, keys[i % 4 / 2], Tq, Tk, causal)) s[i] = 0.0f;
+        if (!visible(q0 + i / 4 * 8 + 2 * t + i % 2, keys[i % 4 / 2], Tq, Tk, causal)) p[i] = 0.0f;
       }
     }
-    wg::wait<0>();
-    wg::operands_ready(dp);
     // dS^T = P^T (dP^T - delta); both packed to 16 bits as A operands (p16[kk]: queries
     // 16 kk ..), and dS^T stored into the group's tile, key rows of 64 queries.
 #pragma unroll
     for (int i = 0; i < 32; i += 2) {
-      const float d0 = s[i] * (dp[i] - delta[i / 4 * 2]);
-      const float d1 = s[i + 1] * (dp[i + 1] - delta[i / 4 * 2 + 1]);
-      p16[i / 8][i % 8 / 2] = pack16<kA>(s[i], s[i + 1]);
+      const float d0 = p[i] * (dp[i] - delta[i / 4 * 2]);
+      const float d1 = p[i + 1] * (dp[i + 1] - delta[i / 4 * 2 + 1]);
+      p16[i / 8][i % 8 / 2] = pack16<kA>(p[i], p[i + 1]);
       ds16[i / 8][i % 8 / 2] = pack16<kA>(d0, d1);
     }
     // dV and dK start on the Tensor Cores while dS^T goes into its tile.
@@ -190,7 +207,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
 
     // The first group makes dQ = dS K over all 128 keys: the two dS^T tiles, and K,
     // are 128 rows in a row, so the k-steps past 64 go on into the second's.
-    float dq[32];
+    const uint64_t ds_rows = wg::descriptor(ds_at(n % 2));
     if (group == 0) {
       wg::fence();
 #pragma unroll
@@ -199,8 +216,20 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
         wg::product_n64_ss<kBf16, 1, 1>(dq, ds_rows + step, k_rows + step, kk > 0);
       }
     }
-    wg::commit();
-    wg::wait<0>();
+    wg::commit();  // empty in the second group, so both count the same groups
+    if (n + 1 < steps) {
+      wait_tiles<0>();
+      wg::fence_proxy_async();
+      // Tile n + 1 is in, and every product of step n - 1 is done: its buffer, which
+      // step n + 2's tile goes into, and its dS^T tiles, which step n + 1 writes, are free.
+      __syncthreads();
+      if (n + 2 < steps) load_queries((n + 2) % kStages, q0 + 2 * kQueries);
+      commit_tiles();
+      issue_scores((n + 1) % kStages);
+      wg::wait<2>();  // dV, dK and dQ of step n are done; S^T and dP^T of n + 1 run on
+    } else {
+      wg::wait<0>();
+    }
     wg::operands_ready(dq);
     wg::operands_ready(dk);
     wg::operands_ready(dv);
@@ -235,6 +264,11 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     if (lane < 16) asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
     ++shares;
   }
+  wg::wait<0>();  // on every path out of the loop, as the compiler can tell
+  wg::operands_ready(s);
+  wg::operands_ready(dp);
+  wg::operands_ready(dk);
+  wg::operands_ready(dv);
   // The copies must have read their rows before the block's shared memory goes.
   if (threadIdx.x % 32 < 16) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 
