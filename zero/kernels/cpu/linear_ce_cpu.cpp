@@ -23,6 +23,22 @@ void cross_entropy_count_cpu(const Tensor& targets, int ignore_index, int64_t vo
       pt, pt + n, [ignore_index](int32_t t) { return t != ignore_index; }));
 }
 
+void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
+                                     const Tensor& count, const Tensor& lse, const Tensor& loss) {
+  const int64_t n = logits.size(0), v = logits.size(1);
+  const int32_t* pt = targets.data_ptr<int32_t>();
+  float* plse = lse.data_ptr<float>();
+  cpu_ce::check_targets("linear_cross_entropy", pt, n, v, ignore_index, " of a chunk");
+  double total = 0.0;
+  dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    total = cpu_ce::forward_rows(logits.data_ptr<T>(), pt, n, v, ignore_index, plse);
+  });
+  // Every row of the batch ignored: the loss is 0 (not 0/0), as in cross_entropy.
+  const float c = *count.data_ptr<float>();
+  if (c > 0.0f) *loss.data_ptr<float>() += static_cast<float>(total / c);
+}
+
 void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& targets,
                                       const Tensor& lse, const Tensor& grad_loss,
                                       const Tensor& count, int ignore_index,
@@ -43,26 +59,6 @@ void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& target
       for (int64_t j = 0; j < v; ++j) pt_out[j * n + i] = px[i * v + j];
     }
   });
-}
-
-void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
-                                     const Tensor& count, const Tensor& lse, const Tensor& loss,
-                                     const Tensor& grad_loss) {
-  const int64_t n = logits.size(0), v = logits.size(1);
-  const int32_t* pt = targets.data_ptr<int32_t>();
-  float* plse = lse.data_ptr<float>();
-  cpu_ce::check_targets("linear_cross_entropy", pt, n, v, ignore_index, " of a chunk");
-  double total = 0.0;
-  dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    total = cpu_ce::forward_rows(logits.data_ptr<T>(), pt, n, v, ignore_index, plse);
-  });
-  // Every row of the batch ignored: the loss is 0 (not 0/0), as in cross_entropy.
-  const float c = *count.data_ptr<float>();
-  if (c > 0.0f) *loss.data_ptr<float>() += static_cast<float>(total / c);
-  if (grad_loss.defined()) {
-    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index, Tensor());
-  }
 }
 
 }  // namespace
