@@ -66,8 +66,10 @@ constexpr int kQueries = 64;   // queries a step
 constexpr int kBlockThreads = 256;
 constexpr uint32_t kKeyTile = kKeys * wg::kRowBytes;        // 16 KB
 constexpr uint32_t kQueryTile = kQueries * wg::kRowBytes;   // 8 KB
-constexpr int kStages = 3;  // query tiles in shared memory: one read, one in use by products, one loading
-constexpr uint32_t kStatsAt = 2 * kKeyTile + (2 * kStages + 4) * kQueryTile;  // after K, V, Q, dO, dS^T
+// Query tiles in shared memory: one read by products, one by the next scores, one loading.
+constexpr int kStages = 3;
+// After K, V, Q and dO (kStages each) and the dS^T tiles (two a group, two steps).
+constexpr uint32_t kStatsAt = 2 * kKeyTile + (2 * kStages + 4) * kQueryTile;
 constexpr uint32_t kStatsTile = kQueries * sizeof(float2);
 // The tile's FP32 share of dQ, rows of 64 floats padded to 72 (288 bytes) so that a
 // warp's stores of one accumulator pair fill two wavefronts (rows 8 floats apart in
@@ -94,7 +96,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
   const auto qt = [&](int b) { return base + 2 * kKeyTile + b * kQueryTile; };
   const auto dot = [&](int b) { return base + 2 * kKeyTile + (kStages + b) * kQueryTile; };
   // dS^T of step n: the groups' two tiles side by side, 128 key rows, at ds_at(n % 2).
-  const auto ds_at = [&](int n) { return base + 2 * kKeyTile + (2 * kStages + 2 * n) * kQueryTile; };
+  const auto ds_at = [&](int n) {
+    return base + 2 * kKeyTile + (2 * kStages + 2 * n) * kQueryTile;
+  };
   const auto st = [&](int b) { return base + kStatsAt + b * kStatsTile; };
   const int group = wg::warpgroup(), r0 = threadIdx.x % 128 / 32 * 16;
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
