@@ -1,7 +1,8 @@
 // Tests of the backward engine (autograd/engine.cpp): accumulation in diamonds and
 // across calls, the errors for a missing gradient and a freed graph, keep_graph,
 // freeing the graph after use, deep graphs without recursion, the shape of the
-// gradients leaves receive, and inputs kept as edges without their values.
+// gradients leaves receive, inputs kept as edges without their values, and ops that
+// add the gradient their input has so far.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -26,6 +27,52 @@ class EngineTest : public testing::DeviceTest {
     return Tensor::From(v, s).To(device()).SetRequiresGrad();
   }
 };
+
+// An identity whose backward adds the gradient its input has so far (Note [Sums made by
+// the op] in engine.cpp) and records whether it was handed one.
+class OpAddsSoFar : public autograd::TensorOp {
+ public:
+  explicit OpAddsSoFar(bool* handed) : handed_(handed) {}
+  const char* name() const override { return "OpAddsSoFar"; }
+  bool AddsGradSoFar(size_t /*i*/) const override { return true; }
+
+ protected:
+  std::vector<Tensor> OpValue_(const std::vector<Tensor>& in) override { return {in[0].Clone()}; }
+  std::vector<Tensor> Backward_(const std::vector<Tensor>& grad) override {
+    *handed_ = grad_so_far(0).defined();
+    return {*handed_ ? grad[0] * 10.0f + grad_so_far(0) : grad[0] * 10.0f};
+  }
+
+ private:
+  bool* handed_;
+};
+
+TEST_P(EngineTest, AnOpAddsTheGradientItsInputHasSoFar) {
+  // x = 2a feeds the addition (gradient 1) and the op (10): da = 2 (1 + 10).
+  bool handed = false;
+  Tensor a = leaf({1, 2, 3}, {3});
+  Tensor x = a * 2.0f;
+  sum(x + autograd::RunOp<OpAddsSoFar>({x}, &handed)).Backward();
+  EXPECT_TRUE(handed);
+  expect_close(a.Grad(), {22, 22, 22});
+  // A leaf's .grad is never handed over: the engine adds as before.
+  Tensor b = leaf({1, 2}, {2});
+  sum(b + autograd::RunOp<OpAddsSoFar>({b}, &handed)).Backward();
+  EXPECT_FALSE(handed);
+  expect_close(b.Grad(), {11, 11});
+  // Nor is the slot of a cast's output, whose gradient may go past the cast.
+  Tensor c = leaf({1, 2}, {2});
+  Tensor h = to_dtype(c, DataType::BF16);
+  sum(to_dtype(h + autograd::RunOp<OpAddsSoFar>({h}, &handed), DataType::F32)).Backward();
+  EXPECT_FALSE(handed);
+  expect_close(c.Grad(), {11, 11});
+  // The op is handed what the input has when it runs; later gradients add as before.
+  Tensor d = leaf({1, 2}, {2});
+  Tensor y = d * 1.0f;
+  Tensor first = autograd::RunOp<OpAddsSoFar>({y}, &handed);
+  sum(first + y * 3.0f).Backward();  // whichever of y's consumers runs first: 10 + 3
+  expect_close(d.Grad(), {13, 13});
+}
 
 TEST_P(EngineTest, DiamondAccumulates) {
   // y = x * x + 3 x, both paths from x meet again: dy/dx = 2x + 3.

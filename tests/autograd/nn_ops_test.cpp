@@ -1,7 +1,8 @@
 // Tests of the layer ops (autograd/ops/nn_ops.cpp) and their kernels: LayerNorm
 // against a naive double-precision loop, embedding lookups and their scatter-add
-// gradient, dropout's Philox mask, gradients against finite differences, and the
-// errors for bad ids, mismatched shapes and p = 1.
+// gradient, dropout's Philox mask, gradients against finite differences, a LayerNorm
+// adding the residual's gradient into its own, and the errors for bad ids, mismatched
+// shapes and p = 1.
 #include <gmock/gmock.h>
 
 #include <cmath>
@@ -143,6 +144,35 @@ TEST_P(NnOpsTest, LayerNormBackwardMatchesTheCpuAtEveryWidth) {
     expect_close(got[0], want[0], 1e-4f, 1e-4f);
     expect_close(got[1], want[1], 1e-4f, 1e-4f);
     expect_close(got[2], want[2], 1e-4f, 1e-4f);
+  }
+}
+
+// Note [Sums made by the op]: in x + layer_norm(x), the addition's backward gives x its
+// gradient first, and the LayerNorm's backward adds its own into it as it writes it.
+// The same graph with the LayerNorm reading a clone of x sends its gradient to the
+// clone instead, and the engine adds the two in a pass of its own: the sums must have
+// the same bits in every dtype, at widths that take each CUDA path (the fused kernel in
+// groups, the fused kernel one value at a time, two kernels past 1024).
+TEST_P(NnOpsTest, LayerNormAddsTheResidualGradientAsTheAdditionWould) {
+  for (const DataType dtype : {DataType::F32, DataType::BF16, DataType::F16}) {
+    for (const int64_t c : {int64_t{768}, int64_t{100}, int64_t{1100}}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + ", C " + std::to_string(c));
+      Generator gen(c);
+      const auto make = [&](const Shape& sizes) {
+        return to_dtype(Tensor::Randn(sizes, {}, &gen).To(device()), dtype);
+      };
+      const Tensor a0 = make({6, 5, c}), w = make({c}), b = make({c}), g = make({6, 5, c});
+      const auto grad_of_a = [&](bool clone) {
+        const Tensor a = a0.Clone().SetRequiresGrad();
+        const Tensor x = a * 2.0f;  // not a leaf: its gradient sits in a slot
+        const Tensor y = x + layer_norm(clone ? x.Clone() : x, w, b);
+        y.Backward(g);
+        return a.Grad();
+      };
+      const Tensor fused = grad_of_a(false), unfused = grad_of_a(true);
+      EXPECT_EQ(to_dtype(fused.Cpu(), DataType::F32).ToVector<float>(),
+                to_dtype(unfused.Cpu(), DataType::F32).ToVector<float>());
+    }
   }
 }
 

@@ -132,7 +132,13 @@ void TensorOp::CheckVersions() const {
   }
 }
 
-std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_outputs) {
+const Tensor& TensorOp::grad_so_far(size_t i) const {
+  static const Tensor kNone;
+  return i < so_far_.size() ? so_far_[i] : kNone;
+}
+
+std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_outputs,
+                                          std::vector<Tensor> so_far) {
   ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(); "
              "pass keep_graph=true to the first Backward() to run backward twice");
   CheckVersions();
@@ -147,7 +153,9 @@ std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_output
   std::vector<Tensor> grads;
   {
     profiler::Scope scope(name(), "backward");
+    so_far_ = std::move(so_far);
     grads = Backward_(grad_outputs);
+    so_far_.clear();
   }
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (recomputed_[i]) inputs_[i] = edge_of(inputs_[i]);  // the value goes with this backward
@@ -207,6 +215,7 @@ Tensor TensorOp::Recompute(size_t k) {
 
 void TensorOp::Release() {
   inputs_.clear();
+  so_far_.clear();
   ReleaseSaved_();
   released_ = true;
 }

@@ -47,10 +47,17 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// gradient back into its input's dtype (see `grad_dtype`).
   virtual bool is_cast() const { return false; }
 
+  /// Whether `Backward_` adds the gradient that input `i` already has (`grad_so_far`)
+  /// into the one it returns for it, so that the engine need not add the two in a pass
+  /// of their own (Note [Sums made by the op] in engine.cpp).
+  virtual bool AddsGradSoFar(size_t /*i*/) const { return false; }
+
   /// Runs `Backward_` on behalf of the engine; throws if the graph was freed. Inputs kept
   /// as edges to a recomputing producer are computed again for it first, and dropped
-  /// after it (Note [Recomputed inputs] in tensor_op.cpp).
-  std::vector<Tensor> RunBackward(const std::vector<Tensor>& grad_outputs);
+  /// after it (Note [Recomputed inputs] in tensor_op.cpp). `so_far[i]`, where given, is
+  /// the gradient input `i` already has, for an op that `AddsGradSoFar(i)`.
+  std::vector<Tensor> RunBackward(const std::vector<Tensor>& grad_outputs,
+                                  std::vector<Tensor> so_far = {});
   /// Frees the graph edges and saved tensors (called by the engine after use).
   void Release();
 
@@ -72,6 +79,9 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// (Note [Recomputed inputs] in tensor_op.cpp). The op's `OpValue_` must then give the
   /// same bits every time.
   virtual bool RecomputesOutput_(size_t /*k*/) const { return false; }
+  /// Inside `Backward_`: the gradient input `i` already has, which the gradient returned
+  /// for it must include, where `AddsGradSoFar(i)`; undefined where there is none.
+  const Tensor& grad_so_far(size_t i) const;
 
  private:
   // Throws if an input or an output changed in place since Apply (Note [Version counter]).
@@ -82,6 +92,7 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   static bool remade_whole(const Tensor& t, const TensorOp& producer);
 
   std::vector<Tensor> inputs_;
+  std::vector<Tensor> so_far_;  // RunBackward's so_far, for Backward_
   std::vector<bool> needs_grad_;
   std::vector<bool> recomputed_;  // inputs kept as edges and recomputed for the backward
   std::vector<TensorMeta> output_metas_;

@@ -71,7 +71,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                          const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                         const Tensor& grad_weight, const Tensor& grad_bias) {
+                         const Tensor& grad_weight, const Tensor& grad_bias,
+                         const Tensor& grad_x_add) {
   const char* op = "layer_norm backward";
   check_same_device(op, {&grad_y, &x, &weight, &mean, &rstd, &grad_x, &grad_weight, &grad_bias});
   ZERO_CHECK(x.dim() >= 1 && x.size(-1) > 0, op,
@@ -95,7 +96,13 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
   check_param(op, grad_bias, "grad_bias", x);
   check_row_stats(op, mean, "mean", x);
   check_row_stats(op, rstd, "rstd", x);
-  layer_norm_backward_stub(x.device(), grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
+  if (grad_x_add.defined()) {
+    check_same_device(op, {&x, &grad_x_add});
+    check_like_x(op, grad_x_add, "grad_x_add", x);
+    check_shape(op, grad_x_add, "grad_x_add", x.sizes());
+  }
+  layer_norm_backward_stub(x.device(), grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias,
+                           grad_x_add);
 }
 
 }  // namespace zero::ops

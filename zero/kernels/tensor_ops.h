@@ -140,10 +140,13 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const Tensor& y, const Tensor& mean, const Tensor& rstd);
 /// Gradients of all three inputs (`grad_weight`, `grad_bias` are overwritten, not
 /// accumulated). The two parameter gradients are FP32 sums over the rows, stored in x's
-/// dtype or, both of them, in F32.
+/// dtype or, both of them, in F32. With `grad_x_add` (like x, contiguous; it may be
+/// grad_x itself), grad_x is the LayerNorm's gradient plus grad_x_add, added in FP32
+/// after the gradient is rounded to x's dtype: the sum the unfused addition would make.
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                          const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                         const Tensor& grad_weight, const Tensor& grad_bias);
+                         const Tensor& grad_weight, const Tensor& grad_bias,
+                         const Tensor& grad_x_add = Tensor());
 /// @}
 
 /// @name Embedding

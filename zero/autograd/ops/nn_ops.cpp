@@ -48,9 +48,13 @@ std::vector<Tensor> OpLayerNorm::Backward_(const std::vector<Tensor>& grad) {
                                                                         : weight.dtype();
   Tensor grad_weight = Tensor::Empty(weight.sizes(), weight.options().WithDtype(params));  // (C,)
   Tensor grad_bias = Tensor::Empty(weight.sizes(), weight.options().WithDtype(params));    // (C,)
-  // One kernel produces all three; inputs that need none just drop theirs.
+  // One kernel produces all three; inputs that need none just drop theirs. x's gradient
+  // so far is added in as grad_x is written, when it has x's dtype and layout.
+  const Tensor& so_far = grad_so_far(0);
+  const bool add = so_far.defined() && so_far.dtype() == x.dtype() && so_far.is_contiguous();
   ops::layer_norm_backward(grad[0].Contiguous(), x, weight.Contiguous(), mean_, rstd_, grad_x,
-                           grad_weight, grad_bias);
+                           grad_weight, grad_bias, add ? so_far : Tensor());
+  if (so_far.defined() && !add) grad_x = grad_x + so_far;
   return {needs_grad(0) ? grad_x : Tensor(), needs_grad(1) ? grad_weight : Tensor(),
           needs_grad(2) ? grad_bias : Tensor()};
 }

@@ -20,6 +20,9 @@ class OpLayerNorm : public TensorOp {
   explicit OpLayerNorm(float eps) : eps_(eps) {}
   /// "OpLayerNorm".
   const char* name() const override { return "OpLayerNorm"; }
+  /// True for x: its gradient is written with the one x already has added in (Note
+  /// [Sums made by the op] in engine.cpp).
+  bool AddsGradSoFar(size_t i) const override { return i == 0; }
 
  protected:
   /// Calls `ops::layer_norm_forward` on inputs {x, weight, bias}; keeps mean and rstd.

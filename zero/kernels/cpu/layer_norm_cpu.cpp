@@ -7,6 +7,7 @@
 // into float, computes exactly as for f32, and rounds once on the store.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "zero/kernels/cpu/parallel.h"
 #include "zero/kernels/dispatch.h"
@@ -75,10 +76,25 @@ void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor&
 // accumulators: the result is the same for any number of threads.
 // T is the dtype of x, grad_y, weight and grad_x; G that of grad_weight and grad_bias
 // (T or float).
+// `own` + `add` rounded to T, `own` already rounded to T, as the separate addition of a
+// gradient to a gradient has it. For F32 the volatile keeps the compiler from fusing the
+// product that made `own` with the addition into one multiply-add, which rounds once.
+template <typename T>
+T plus(T own, float add) {
+  if constexpr (std::is_same_v<T, float>) {
+    volatile float rounded = own;
+    return rounded + add;
+  } else {
+    return static_cast<T>(static_cast<float>(own) + add);
+  }
+}
+
+// With grad_x_add, grad_x = that + the row's gradient (Note [Sums made by the op] in
+// autograd/engine.cpp).
 template <typename T, typename G>
 void backward_rows(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                    const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                   const Tensor& grad_weight, const Tensor& grad_bias) {
+                   const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_x_add) {
   const int64_t c = x.size(-1), n = x.numel() / c;
   const T* pg = grad_y.data_ptr<T>();
   const T* px = x.data_ptr<T>();
@@ -86,6 +102,7 @@ void backward_rows(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
   const float* pmean = mean.data_ptr<float>();
   const float* prstd = rstd.data_ptr<float>();
   T* pgx = grad_x.data_ptr<T>();
+  const T* padd = grad_x_add.defined() ? grad_x_add.data_ptr<T>() : nullptr;
   G* pgw = grad_weight.data_ptr<G>();
   G* pgb = grad_bias.data_ptr<G>();
 
@@ -103,10 +120,12 @@ void backward_rows(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
     const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(c));
     const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(c));
     T* gxr = pgx + row * c;
+    const T* addr = padd != nullptr ? padd + row * c : nullptr;
     for (int64_t j = 0; j < c; ++j) {
       const float xhat = (load(xr, j) - m) * r;
-      gxr[j] = static_cast<T>(
+      const T own = static_cast<T>(
           r * (load(gr, j) * load(pw, j) - mean_dxhat - xhat * mean_dxhat_xhat));
+      gxr[j] = addr != nullptr ? plus(own, load(addr, j)) : own;
     }
   }
 
@@ -133,13 +152,16 @@ void backward_rows(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
 
 void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                              const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                             const Tensor& grad_weight, const Tensor& grad_bias) {
+                             const Tensor& grad_weight, const Tensor& grad_bias,
+                             const Tensor& grad_x_add) {
   dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (grad_weight.dtype() == DataType::F32) {
-      backward_rows<T, float>(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
+      backward_rows<T, float>(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias,
+                              grad_x_add);
     } else {
-      backward_rows<T, T>(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias);
+      backward_rows<T, T>(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias,
+                          grad_x_add);
     }
   });
 }

@@ -9,7 +9,9 @@
 // For rows of up to 1024 floats the backward is one pass: each warp takes a few rows,
 // writes their grad_x and keeps its columns' shares of the two column sums in
 // registers, and the block adds its warps' shares in a fixed order. Wider rows take
-// two kernels, the second reading g and x again for the column sums.
+// two kernels, the second reading g and x again for the column sums. Either way grad_x
+// may take in a gradient that x already had (the residual stream's, Note [Sums made by
+// the op] in autograd/engine.cpp) as it is written.
 //
 // Every kernel is templated on the element type T of x, y, weight, bias and the
 // gradients (f32, bf16, f16): it loads T into float and accumulates, normalises and
@@ -40,6 +42,14 @@ constexpr int kRowsPerBlock = kBlock / 32;  // one warp per row
 template <typename T>
 __device__ inline float load(const T* p, int64_t i) {
   return static_cast<float>(p[i]);
+}
+
+// `own` + `add` rounded to T, `own` already rounded to T, as the separate addition of a
+// gradient to a gradient has it (Note [Sums made by the op] in autograd/engine.cpp).
+// __fadd_rn is never fused with the product that made `own` into one multiply-add.
+template <typename T>
+__device__ inline T plus(T own, float add) {
+  return static_cast<T>(__fadd_rn(static_cast<float>(own), add));
 }
 
 // kW consecutive elements of T, moved as one access of kW * sizeof(T) bytes.
@@ -103,10 +113,12 @@ inline bool all_aligned(std::initializer_list<const Tensor*> tensors, size_t byt
   return true;
 }
 
-// grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w.
+// grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w,
+// plus add where it is not null.
 template <typename T>
 __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, const float* mean,
-                                         const float* rstd, T* gx, int64_t N, int64_t C) {
+                                         const float* rstd, const T* add, T* gx, int64_t N,
+                                         int64_t C) {
   const int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / 32;
   if (r >= N) return;
   const int lane = threadIdx.x % 32;
@@ -122,7 +134,8 @@ __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, con
   s2 = warp_sum(s2) / C;
   for (int64_t i = lane; i < C; i += 32) {
     const float xhat = (load(x, base + i) - mu) * rs;
-    gx[base + i] = static_cast<T>(rs * (load(g, base + i) * load(w, i) - s1 - xhat * s2));
+    const T own = static_cast<T>(rs * (load(g, base + i) * load(w, i) - s1 - xhat * s2));
+    gx[base + i] = add != nullptr ? plus(own, load(add, base + i)) : own;
   }
 }
 
@@ -141,8 +154,8 @@ __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, con
 constexpr int kFusedRowsPerWarp = 4;
 template <typename T, int kCols, int kW>
 __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
-    const T* g, const T* x, const T* w, const float* mean, const float* rstd, T* gx,
-    float* partial, int64_t N, int64_t C) {
+    const T* g, const T* x, const T* w, const float* mean, const float* rstd, const T* add,
+    T* gx, float* partial, int64_t N, int64_t C) {
   static_assert(kCols % kW == 0, "a lane holds whole groups");
   using G = Group<T, kW>;
   extern __shared__ float shares[];  // (kRowsPerBlock, 2, kCols, 32)
@@ -190,11 +203,13 @@ __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
     for (int q = 0; q < kCols / kW; ++q) {
       const int64_t c0 = (lane + 32 * q) * int64_t{kW};
       if (c0 >= C) continue;
-      G out;
+      G out, more{};
+      if (add != nullptr) more = *reinterpret_cast<const G*>(add + r * C + c0);
 #pragma unroll
       for (int e = 0; e < kW; ++e) {
         const int m = q * kW + e;
         out.v[e] = static_cast<T>(rs * (dxhat[m] - s1 - xhat[m] * s2));
+        if (add != nullptr) out.v[e] = plus(out.v[e], static_cast<float>(more.v[e]));
       }
       *reinterpret_cast<G*>(gx + r * C + c0) = out;
 #pragma unroll
@@ -260,10 +275,13 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor
   });
 }
 
-// Writes grad_x and returns the (chunks, 2, C) FP32 column sums of row chunks.
+// Writes grad_x (plus grad_x_add, if given) and returns the (chunks, 2, C) FP32 column
+// sums of row chunks.
 template <typename T>
 Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
-                             const Tensor& mean, const Tensor& rstd, const Tensor& grad_x) {
+                             const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
+                             const Tensor& grad_x_add) {
+  const T* add = grad_x_add.defined() ? grad_x_add.data_ptr<T>() : nullptr;
   const int64_t C = x.size(-1), N = x.numel() / C;
   const TensorOption f32 = TensorOption().OnDevice(x.device());
   Tensor partial;  // (chunks, 2, C) column sums of row chunks
@@ -275,14 +293,15 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
     const size_t shares = sizeof(float) * kRowsPerBlock * 2 * kCols * 32;  // 64 KiB at 32
     constexpr int kW = group_width<T, kCols>();
     const bool groups =
-        C % kW == 0 && all_aligned({&grad_y, &x, &weight, &grad_x}, sizeof(T) * kW);
+        C % kW == 0 && all_aligned({&grad_y, &x, &weight, &grad_x}, sizeof(T) * kW) &&
+        (add == nullptr || all_aligned({&grad_x_add}, sizeof(T) * kW));
     const auto kernel = groups ? layer_norm_backward_fused_kernel<T, kCols, kW>
                                : layer_norm_backward_fused_kernel<T, kCols, 1>;
     ZERO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shares)));
     kernel<<<static_cast<unsigned>(blocks), kBlock, shares, cuda::current_stream()>>>(
         grad_y.data_ptr<T>(), x.data_ptr<T>(), weight.data_ptr<T>(), mean.data_ptr<float>(),
-        rstd.data_ptr<float>(), grad_x.data_ptr<T>(), partial.data_ptr<float>(), N, C);
+        rstd.data_ptr<float>(), add, grad_x.data_ptr<T>(), partial.data_ptr<float>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();
   };
   if (C <= 32 * 4) {
@@ -297,7 +316,7 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
     const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
     layer_norm_grad_x_kernel<T><<<blocks, kBlock, 0, cuda::current_stream()>>>(
         grad_y.data_ptr<T>(), x.data_ptr<T>(), weight.data_ptr<T>(), mean.data_ptr<float>(),
-        rstd.data_ptr<float>(), grad_x.data_ptr<T>(), N, C);
+        rstd.data_ptr<float>(), add, grad_x.data_ptr<T>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();
     // Column sums in chunks of rows, then a deterministic sum over the chunks.
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(N / 32, 256));
@@ -315,7 +334,8 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
 
 void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                               const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                              const Tensor& grad_weight, const Tensor& grad_bias) {
+                              const Tensor& grad_weight, const Tensor& grad_bias,
+                              const Tensor& grad_x_add) {
   const int64_t C = x.size(-1), N = x.numel() / C;
   cuda::set_device(x);
   if (N == 0) {
@@ -326,7 +346,7 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
   Tensor partial;  // (chunks, 2, C), FP32 whatever the dtype
   dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm backward", [&](auto tag) {
     partial = layer_norm_backward_t<typename decltype(tag)::type>(grad_y, x, weight, mean, rstd,
-                                                                  grad_x);
+                                                                  grad_x, grad_x_add);
   });
   // The chunks' sums into each gradient, in its dtype: the columns [0, C) and [C, 2C)
   // of partial seen as [chunks, 2C].
