@@ -5,7 +5,8 @@
 // unfused matmul then unary_backward(kGelu) and unary(kGelu), bit for bit on the CPU in
 // every dtype and on CUDA in F32 in every precision mode (F32's pass uses tanhf); on CUDA in
 // BF16 and F16 within a bound on the approximate tanh (Note [GeLU's derivative after the
-// GEMM]); the fallbacks (a size that is not a multiple of 8) and the GPT's shape.
+// GEMM]); the fallbacks (a size that is not a multiple of 8) and the GPT's shape; the
+// first Linear's bias gradient summed in the same pass.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -242,6 +243,39 @@ TEST_P(MatmulGeluBackwardTest, HalfHiddenLayerIsWithinTheApproximateTanh) {
             << "element " << i << " of pre " << x;
       }
       std::printf("%s: largest |hidden - gelu(pre)| = %.3g |pre|\n", to_string(dtype), worst);
+    }
+  }
+}
+
+// The bias gradient asked of the same pass is the column sum of the grad_pre it stores:
+// in F32 and the 16-bit dtypes, into either dtype, on every shape (on CUDA: 33 rows take
+// a full chunk of 32 and one row more; 36 columns of BF16 or F16 the unpacked path).
+// The reference sums the stored values in float64; an FP32 sum of n values may be off by
+// about n units of FP32's roundoff of the largest partial sum, and a 16-bit result by one
+// rounding more. grad_pre itself is what it is without the sum.
+TEST_P(MatmulGeluBackwardTest, BiasGradientIsTheColumnSumOfGradPre) {
+  for (DataType dtype : {DataType::F32, DataType::BF16, DataType::F16}) {
+    for (const Shape3& s : kShapes) {
+      for (DataType bias_dtype : {dtype, DataType::F32}) {
+        SCOPED_TRACE(std::string(to_string(dtype)) + " " + shape_name(s) + ", bias " +
+                     to_string(bias_dtype));
+        const Inputs in = on(make_inputs(s, dtype, 11), dtype, device());
+        const Tensor grad_pre = empty(in.pre.sizes(), dtype, device());
+        const Tensor grad_bias = empty({s.hidden}, bias_dtype, device());
+        ops::matmul_gelu_backward(in.grad_y, in.weight, in.pre, grad_pre, Tensor(), grad_bias);
+        EXPECT_EQ(cpu_f32(grad_pre).ToVector<float>(), cpu_f32(fused(in)).ToVector<float>());
+        const std::vector<float> g = cpu_f32(grad_pre).ToVector<float>();
+        const std::vector<float> got = cpu_f32(grad_bias).ToVector<float>();
+        for (int64_t j = 0; j < s.hidden; ++j) {
+          double want = 0.0, scale = 0.0;
+          for (int64_t r = 0; r < s.n; ++r) {
+            want += g[r * s.hidden + j];
+            scale += std::fabs(g[r * s.hidden + j]);
+          }
+          const double bound = s.n * 0x1p-24 * scale + unit_roundoff(bias_dtype) * std::fabs(want);
+          ASSERT_LE(std::fabs(got[j] - want), bound + 1e-30) << "column " << j;
+        }
+      }
     }
   }
 }

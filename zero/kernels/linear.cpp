@@ -67,9 +67,9 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 }
 
 void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
-                          const Tensor& grad_pre, const Tensor& hidden) {
+                          const Tensor& grad_pre, const Tensor& hidden, const Tensor& grad_bias) {
   const char* op = "matmul_gelu_backward";
-  check_same_device(op, {&grad_y, &weight, &pre, &grad_pre, &hidden});
+  check_same_device(op, {&grad_y, &weight, &pre, &grad_pre, &hidden, &grad_bias});
   ZERO_CHECK(grad_y.dim() == 2 && pre.dim() == 2, op,
              ": expected grad_y [N, C] and pre [N, H], got ", shape_to_string(grad_y.sizes()),
              " and ", shape_to_string(pre.sizes()));
@@ -80,7 +80,10 @@ void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tens
   check_matrix(op, grad_pre, "grad_pre", grad_y.dtype(), {n, h});
   check_matrix(op, grad_y, "grad_y", grad_y.dtype(), {n, c});
   if (hidden.defined()) check_matrix(op, hidden, "hidden", grad_y.dtype(), {n, h});
-  matmul_gelu_backward_stub(grad_pre.device(), grad_y, weight, pre, grad_pre, hidden);
+  if (grad_bias.defined()) {
+    check_matrix(op, grad_bias, "grad_bias", grad_y.dtype(), {h}, /*or_f32=*/true);
+  }
+  matmul_gelu_backward_stub(grad_pre.device(), grad_y, weight, pre, grad_pre, hidden, grad_bias);
 }
 
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,

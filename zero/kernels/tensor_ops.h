@@ -294,9 +294,12 @@ void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bi
 /// (Note [GeLU's derivative after the GEMM] in cuda/gelu_epilogue.cu), which can move
 /// either result by about 2^-11 of its size before the rounding to 16 bits. All share one
 /// dtype (F32, BF16 or F16); `grad_pre` and `hidden` must not overlap the inputs or each
-/// other.
+/// other. When `grad_bias` ([H], in that dtype or F32) is defined it receives the column
+/// sums of grad_pre, the first Linear's bias gradient: FP32 sums of the stored values,
+/// made on CUDA in the same pass (Note [The bias gradient in the GeLU pass]).
 void matmul_gelu_backward(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
-                          const Tensor& grad_pre, const Tensor& hidden = Tensor());
+                          const Tensor& grad_pre, const Tensor& hidden = Tensor(),
+                          const Tensor& grad_bias = Tensor());
 /// `out = softmax(q k^T / sqrt(D) [+ causal mask]) v` for q [B, H, Tq, D], k and v
 /// [B, H, Tk, D]; saves `lse` [B, H, Tq], each row's logsumexp of the scaled scores.
 /// With `causal`, Tq <= Tk and query i sees keys j <= Tk - Tq + i (the mask is aligned

@@ -39,10 +39,11 @@ std::vector<Tensor> OpLinear::OpValue_(const std::vector<Tensor>& in) {
   return {out.View(with_last(in[0].sizes(), weight.size(0)))};  // (..., out)
 }
 
-std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g) {
+std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g, Tensor grad_bias) {
   const Tensor& weight = op.inputs()[1];
   const Tensor x = op.inputs()[0].View({-1, weight.size(1)});  // (N, in)
-  Tensor grad_x, grad_weight, grad_bias;
+  const Tensor made = grad_bias;  // (out) or undefined
+  Tensor grad_x, grad_weight;
   if (op.needs_grad(0)) {
     grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
     ops::matmul(g, weight, grad_x);
@@ -53,12 +54,12 @@ std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g) {
   if (op.needs_grad(1)) {
     grad_weight = Tensor::Empty(weight.sizes(), weight.options().WithDtype(grad_dtype(weight)));
   }
-  if (op.needs_grad(2)) {
+  if (op.needs_grad(2) && !made.defined()) {
     const Tensor& bias = op.inputs()[2];
     grad_bias = Tensor::Empty(bias.sizes(), bias.options().WithDtype(grad_dtype(bias)));
   }
-  if (grad_weight.defined() || grad_bias.defined()) {
-    ops::linear_backward_params(g, x, grad_weight, grad_bias);
+  if (grad_weight.defined() || (grad_bias.defined() && !made.defined())) {
+    ops::linear_backward_params(g, x, grad_weight, made.defined() ? Tensor() : grad_bias);
   }
   std::vector<Tensor> grads = {grad_x, grad_weight};
   if (op.inputs().size() > 2) grads.push_back(grad_bias);

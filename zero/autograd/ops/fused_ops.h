@@ -36,8 +36,10 @@ class OpLinear : public TensorOp {
 /// The Linear's backward for the op `op` on inputs {x [..., in], weight [out, in]} or
 /// {x, weight, bias}, given `g` [N, out], the gradient of its pre-activation output
 /// flattened to rows: {grad_x [..., in], grad_weight[, grad_bias]}, each undefined
-/// where `op` needs none. OpLinear's backward, and OpLinearGelu's after the GeLU.
-std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g);
+/// where `op` needs none. OpLinear's backward, and OpLinearGelu's after the GeLU. A
+/// defined `grad_bias` was made already, by the pass that made g, and is returned as is.
+std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g,
+                                 Tensor grad_bias = Tensor());
 
 /// `y = gelu(x @ weight^T + bias)` (GeLU's tanh approximation, `ops::UnaryOp::kGelu`) on
 /// the inputs of `OpLinear`: the first half of a GPT's MLP in one node. Saves the

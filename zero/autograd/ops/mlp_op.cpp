@@ -62,12 +62,17 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
   const bool input_grads = needs_grad(0) || needs_grad(1) || needs_grad(2);
   Tensor hidden;  // (N, H), made again: Note [Recomputing the GeLU]
   if (proj_grads) hidden = Tensor::Empty(pre_.sizes(), pre_.options());
-  Tensor grad_pre;  // (N, H)
+  Tensor grad_pre, grad_fc_bias;  // (N, H), (H)
   if (input_grads) {
-    // grad_pre = (g W_proj) gelu'(pre), and the hidden layer in the same pass over pre
-    // (Note [GeLU's derivative after the GEMM] in kernels/cuda/gelu_epilogue.cu).
+    // grad_pre = (g W_proj) gelu'(pre), the hidden layer and c_fc's bias gradient in the
+    // same pass over pre (Note [GeLU's derivative after the GEMM] and Note [The bias
+    // gradient in the GeLU pass] in kernels/cuda/gelu_epilogue.cu).
     grad_pre = Tensor::Empty(pre_.sizes(), pre_.options());
-    ops::matmul_gelu_backward(g, proj_weight, pre_, grad_pre, hidden);
+    if (needs_grad(2)) {
+      grad_fc_bias = Tensor::Empty({pre_.size(1)},
+                                   inputs()[2].options().WithDtype(grad_dtype(inputs()[2])));
+    }
+    ops::matmul_gelu_backward(g, proj_weight, pre_, grad_pre, hidden, grad_fc_bias);
   } else if (proj_grads) {
     ops::unary(ops::UnaryOp::kGelu, pre_, hidden);
   }
@@ -76,7 +81,7 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
     hidden = Tensor();  // freed before the first Linear's gradients
   }
   std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};
-  if (input_grads) grads = linear_grads(*this, grad_pre);  // inputs 0, 1, 2: the first Linear's
+  if (input_grads) grads = linear_grads(*this, grad_pre, grad_fc_bias);  // inputs 0, 1, 2
   grads.push_back(grad_proj_weight);
   grads.push_back(grad_proj_bias);
   return grads;

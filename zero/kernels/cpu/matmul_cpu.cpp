@@ -160,12 +160,14 @@ void linear_gelu_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor
 }
 
 // The reference of the fused backward step: the kernels it fuses on the GPU, GeLU's
-// derivative applied in place over the product.
+// derivative applied in place over the product, then the bias gradient's column sums.
 void matmul_gelu_backward_cpu(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
-                              const Tensor& grad_pre, const Tensor& hidden) {
+                              const Tensor& grad_pre, const Tensor& hidden,
+                              const Tensor& grad_bias) {
   matmul(grad_y, weight, grad_pre);                              // (N, H)
   unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);  // (N, H)
   if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);      // (N, H)
+  if (grad_bias.defined()) linear_backward_params_cpu(grad_pre, grad_pre, Tensor(), grad_bias);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "zero/kernels/cuda/blas_common.cuh"
+#include "zero/kernels/cuda/column_sum.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
 #include "zero/kernels/cuda/gelu.cuh"
 #include "zero/kernels/cuda/split_tf32.cuh"
@@ -92,16 +93,11 @@ __device__ inline float tanh_approx(float x) {
   return y;
 }
 
-// grad[i] = grad[i] gelu'(pre[i]) in place, and hidden[i] = gelu(pre[i]) unless hidden
-// is null, a 16-byte pack of T a thread; n is a multiple of the pack. FP32 evaluates
-// tanh with tanhf and gelu.cuh's formulas, as the unary kernels do (the same bits).
+// One 16-byte pack: d = d gelu'(x) and h = gelu(x), rounded to T. FP32 evaluates tanh
+// with tanhf and gelu.cuh's formulas, as the unary kernels do (the same bits).
 template <typename T>
-__global__ void gelu_backward_kernel(const T* pre, T* grad, T* hidden, int64_t n) {
-  using P = cuda::Pack<T>;
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= n / cuda::kPack<T>) return;
-  const P x = reinterpret_cast<const P*>(pre)[i];
-  P d = reinterpret_cast<const P*>(grad)[i], h;
+__device__ inline void gelu_backward_pack(const cuda::Pack<T>& x, cuda::Pack<T>& d,
+                                          cuda::Pack<T>& h) {
 #pragma unroll
   for (int e = 0; e < cuda::kPack<T>; ++e) {
     const float v = static_cast<float>(x.v[e]);
@@ -110,30 +106,107 @@ __global__ void gelu_backward_kernel(const T* pre, T* grad, T* hidden, int64_t n
     h.v[e] = static_cast<T>(cuda::gelu_from(v, t));
     d.v[e] = static_cast<T>(static_cast<float>(d.v[e]) * cuda::gelu_grad_from(v, t));
   }
+}
+
+// grad[i] = grad[i] gelu'(pre[i]) in place, and hidden[i] = gelu(pre[i]) unless hidden
+// is null, a 16-byte pack of T a thread; n is a multiple of the pack.
+template <typename T>
+__global__ void gelu_backward_kernel(const T* pre, T* grad, T* hidden, int64_t n) {
+  using P = cuda::Pack<T>;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n / cuda::kPack<T>) return;
+  P d = reinterpret_cast<const P*>(grad)[i], h;
+  gelu_backward_pack(reinterpret_cast<const P*>(pre)[i], d, h);
   reinterpret_cast<P*>(grad)[i] = d;
   if (hidden != nullptr) reinterpret_cast<P*>(hidden)[i] = h;
 }
 
+// Note [The bias gradient in the GeLU pass]
+// c_fc's bias gradient is the column sum of grad_pre over its N rows. A kernel of its own
+// (column_sum.cu) would read grad_pre again right after this pass wrote it: 50 MB a
+// layer of GPT-2 in BF16. So when asked, the pass sums as it writes: a thread owns one
+// pack of columns and walks kChunkRows rows down it, kBatch rows loaded at a time (so
+// that several loads are in flight, as one row a thread at a time would not have them),
+// adding the values it stores, rounded as stored; each chunk of rows leaves FP32
+// partials, which cuda::column_sums adds in a fixed order: the same bits every run, no
+// atomics, and the sum the separate kernel makes of the same values, in another order.
+constexpr int kChunkRows = 32;
+constexpr int kBatch = 4;
+
+// grid = (column packs / kBlock, row chunks); partial [chunks, h] FP32.
+template <typename T>
+__global__ void gelu_backward_columns_kernel(const T* pre, T* grad, T* hidden, float* partial,
+                                             int64_t rows, int64_t h) {
+  using P = cuda::Pack<T>;
+  constexpr int N = cuda::kPack<T>;
+  const int64_t packs = h / N;
+  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (col >= packs) return;
+  const int64_t r0 = blockIdx.y * int64_t{kChunkRows};
+  const int64_t r1 = r0 + kChunkRows < rows ? r0 + kChunkRows : rows;
+  const P* px = reinterpret_cast<const P*>(pre);
+  P* pd = reinterpret_cast<P*>(grad);
+  float sum[N] = {};
+  for (int64_t r = r0; r < r1; r += kBatch) {
+    P x[kBatch], d[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (r + b < r1) {
+        x[b] = px[(r + b) * packs + col];
+        d[b] = pd[(r + b) * packs + col];
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (r + b >= r1) break;
+      P hv;
+      gelu_backward_pack(x[b], d[b], hv);
+      pd[(r + b) * packs + col] = d[b];
+      if (hidden != nullptr) reinterpret_cast<P*>(hidden)[(r + b) * packs + col] = hv;
+#pragma unroll
+      for (int e = 0; e < N; ++e) sum[e] += static_cast<float>(d[b].v[e]);
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < N; ++e) partial[blockIdx.y * h + col * N + e] = sum[e];
+}
+
 void matmul_gelu_backward_cuda(const Tensor& grad_y, const Tensor& weight, const Tensor& pre,
-                               const Tensor& grad_pre, const Tensor& hidden) {
+                               const Tensor& grad_pre, const Tensor& hidden,
+                               const Tensor& grad_bias) {
   cuda::set_device(grad_pre);
-  if (grad_pre.numel() == 0) return;
+  if (grad_pre.numel() == 0) {
+    if (grad_bias.defined()) fill(grad_bias, 0.0f);
+    return;
+  }
   matmul(grad_y, weight, grad_pre);  // dh (N, H)
-  const int64_t n = grad_pre.numel();
+  const int64_t n = grad_pre.numel(), rows = pre.size(0), h = pre.size(1);
   dispatch_dtype<FloatTypes>(grad_pre.dtype(), "matmul_gelu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const bool packed = n % cuda::kPack<T> == 0 && cuda::vec4_ok(pre) &&
                         cuda::vec4_ok(grad_pre) && (!hidden.defined() || cuda::vec4_ok(hidden));
-    if (!packed) {  // a size or alignment the packs do not fit: the unfused kernels
-      unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
-      if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);
+    T* const hp = hidden.defined() ? hidden.data_ptr<T>() : nullptr;
+    const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+    if (packed && grad_bias.defined() && h % cuda::kPack<T> == 0 && chunks <= 65535) {
+      // Note [The bias gradient in the GeLU pass]
+      Tensor partial = Tensor::Empty({chunks, h}, TensorOption().OnDevice(pre.device()));
+      const dim3 grid(cuda::grid_for(h, cuda::kPack<T>), static_cast<unsigned>(chunks));
+      gelu_backward_columns_kernel<T><<<grid, cuda::kBlock, 0, cuda::current_stream()>>>(
+          pre.data_ptr<T>(), grad_pre.data_ptr<T>(), hp, partial.data_ptr<float>(), rows, h);
+      ZERO_CUDA_LAUNCH_CHECK();
+      cuda::column_sums(partial, grad_bias);
       return;
     }
-    gelu_backward_kernel<T><<<cuda::grid_for(n, cuda::kPack<T>), cuda::kBlock, 0,
-                              cuda::current_stream()>>>(
-        pre.data_ptr<T>(), grad_pre.data_ptr<T>(),
-        hidden.defined() ? hidden.data_ptr<T>() : nullptr, n);
-    ZERO_CUDA_LAUNCH_CHECK();
+    if (packed) {
+      gelu_backward_kernel<T><<<cuda::grid_for(n, cuda::kPack<T>), cuda::kBlock, 0,
+                                cuda::current_stream()>>>(pre.data_ptr<T>(),
+                                                          grad_pre.data_ptr<T>(), hp, n);
+      ZERO_CUDA_LAUNCH_CHECK();
+    } else {  // a size or alignment the packs do not fit: the unfused kernels
+      unary_backward(UnaryOp::kGelu, pre, pre, grad_pre, grad_pre);
+      if (hidden.defined()) unary(UnaryOp::kGelu, pre, hidden);
+    }
+    if (grad_bias.defined()) cuda::column_sums(grad_pre, grad_bias);
   });
 }
 
