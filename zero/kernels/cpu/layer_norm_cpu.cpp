@@ -64,18 +64,6 @@ void layer_norm_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor&
   });
 }
 
-// With xhat = (x - mean) * rstd and dxhat = grad_y * weight, the gradient of one row is
-//   grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
-// the two means coming from mean and rstd depending on every element of the row.
-//
-// Note [Deterministic column sums]
-// grad_weight[j] = sum over rows of grad_y * xhat and grad_bias[j] = sum of grad_y.
-// Splitting rows across threads would make each thread's partial sum race on the same
-// column, or depend on the thread count once combined. Instead each thread owns whole
-// blocks of columns and walks every row for them, in row order, into double
-// accumulators: the result is the same for any number of threads.
-// T is the dtype of x, grad_y, weight and grad_x; G that of grad_weight and grad_bias
-// (T or float).
 // `own` + `add` rounded to T, `own` already rounded to T, as the separate addition of a
 // gradient to a gradient has it. For F32 the volatile keeps the compiler from fusing the
 // product that made `own` with the addition into one multiply-add, which rounds once.
@@ -89,6 +77,18 @@ T plus(T own, float add) {
   }
 }
 
+// With xhat = (x - mean) * rstd and dxhat = grad_y * weight, the gradient of one row is
+//   grad_x = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
+// the two means coming from mean and rstd depending on every element of the row.
+//
+// Note [Deterministic column sums]
+// grad_weight[j] = sum over rows of grad_y * xhat and grad_bias[j] = sum of grad_y.
+// Splitting rows across threads would make each thread's partial sum race on the same
+// column, or depend on the thread count once combined. Instead each thread owns whole
+// blocks of columns and walks every row for them, in row order, into double
+// accumulators: the result is the same for any number of threads.
+// T is the dtype of x, grad_y, weight and grad_x; G that of grad_weight and grad_bias
+// (T or float).
 // With grad_x_add, grad_x = that + the row's gradient (Note [Sums made by the op] in
 // autograd/engine.cpp).
 template <typename T, typename G>
