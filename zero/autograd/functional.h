@@ -162,8 +162,12 @@ Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = 
 
 /// `y = x @ weight^T + bias`. x [..., in], weight [out, in] (PyTorch layout), bias [out] or
 /// undefined. On CUDA the bias is added inside the GEMM (cuBLASLt epilogue); the GEMMs
-/// follow MX_FAST_MATMUL as `matmul` does.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// follow MX_FAST_MATMUL as `matmul` does. A defined `residual` (the output's shape, x's
+/// dtype) is added as well, `residual + linear(x, weight, bias)` as one op: on CUDA by
+/// the GEMM, rounded once (Note [The residual as the GEMM's C] in
+/// kernels/cuda/blas_lt.cu), on the CPU as the separate addition, the same bits.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Tensor& residual = Tensor());
 /// `gelu(linear(x, weight, bias))`, a GPT MLP's first half, as one op that keeps only the
 /// pre-activation for its backward. On CUDA one cuBLASLt call whose epilogue adds the bias
 /// and applies GeLU (the tanh approximation) as the output is written: y may then differ
@@ -176,9 +180,10 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias = T
 /// backward and makes the hidden layer again there, so a block keeps one [N, H] tensor
 /// instead of two. x [..., C], fc_weight [H, C], fc_bias [H], proj_weight [C, H], proj_bias
 /// [C], one dtype. Same values as the two ops; the gradients too on the CPU, and on CUDA
-/// to within the difference between cuBLASLt's GeLU and `gelu`.
+/// to within the difference between cuBLASLt's GeLU and `gelu`. A defined `residual` (x's
+/// shape and dtype) is added by the second Linear, as `linear`'s residual is.
 Tensor mlp(const Tensor& x, const Tensor& fc_weight, const Tensor& fc_bias,
-           const Tensor& proj_weight, const Tensor& proj_bias);
+           const Tensor& proj_weight, const Tensor& proj_bias, const Tensor& residual = Tensor());
 /// Scaled dot-product attention, causal when `causal`. q [B, H, Tq, D], k, v [B, H, Tk, D]
 /// -> [B, H, Tq, D]; scale 1/sqrt(D). Never materialises [Tq, Tk]: flash-style tiles with an
 /// online softmax; the backward recomputes the probabilities from saved row statistics

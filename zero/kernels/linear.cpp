@@ -55,9 +55,15 @@ void check_linear_forward(const char* op, const Tensor& x, const Tensor& weight,
 
 }  // namespace
 
-void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                    const Tensor& residual) {
   check_linear_forward("linear", x, weight, bias, {&out}, {"out"});
-  linear_forward_stub(out.device(), x, weight, bias, out);
+  if (residual.defined()) {
+    check_same_device("linear", {&x, &residual});
+    check_matrix("linear", residual, "residual", x.dtype(), out.sizes());
+    ZERO_CHECK(residual.data() != out.data(), "linear: residual must not overlap out");
+  }
+  linear_forward_stub(out.device(), x, weight, bias, out, residual);
 }
 
 void linear_gelu_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,

@@ -265,8 +265,13 @@ void clip_factor(const Tensor& sum_sq, float max_norm, float grad_scale, const T
 /// `out[N, out] = x[N, in] @ weight[out, in]^T + bias[out]`; `bias` may be undefined.
 /// On CUDA one cuBLASLt call with the bias epilogue. All four share one dtype (F32,
 /// BF16 or F16); the product is accumulated in FP32 and the bias added before `out`'s
-/// one rounding.
-void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
+/// one rounding. A defined `residual` [N, out] of that dtype is added too, `out =
+/// residual + x @ weight^T + bias` (a GPT's c_proj onto its residual stream; it must not
+/// overlap `out`): on CUDA it is the GEMM's C operand, added before the one rounding
+/// (Note [The residual as the GEMM's C] in cuda/blas_lt.cu); on the CPU it is the
+/// separate addition after the rounded Linear, the same bits as `linear` then `add`.
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                    const Tensor& residual = Tensor());
 /// `grad_weight = grad_out^T @ x` [out, in] and `grad_bias` = column sums of `grad_out`
 /// [out], both overwritten; either may be undefined (not computed). The input gradient
 /// `grad_out @ weight` is a plain `matmul`. `grad_out` has x's dtype; each gradient has

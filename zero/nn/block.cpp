@@ -42,21 +42,25 @@ void CausalSelfAttention::Heads_(const Tensor& x, Tensor& q, Tensor& k, Tensor& 
   v = qkv[2].View({b, t, h, d}).Transpose(1, 2);  // (B, H, T, D)
 }
 
-// y [B, T, C] holds the heads side by side.
-Tensor CausalSelfAttention::Output_(const Tensor& y) const {
-  return resid_dropout_->Forward(c_proj_->Forward(y));  // (B, T, C)
+// y [B, T, C] holds the heads side by side. The residual, when given, goes into c_proj's
+// GEMM unless a dropout must come between them.
+Tensor CausalSelfAttention::Output_(const Tensor& y, const Tensor& residual) const {
+  if (residual.defined() && !resid_dropout_->active()) return c_proj_->Forward(y, residual);
+  const Tensor out = resid_dropout_->Forward(c_proj_->Forward(y));  // (B, T, C)
+  return residual.defined() ? residual + out : out;
 }
 
-Tensor CausalSelfAttention::Forward(const Tensor& x) const {
+Tensor CausalSelfAttention::Forward(const Tensor& x, const Tensor& residual) const {
   const Tensor qkv = c_attn_->Forward(x);  // (B, T, 3C)
   const float p = is_training() ? attn_dropout_p_ : 0.0f;
   // The packed op is attention(q, k, v) on the split heads of qkv followed by merging
   // them, without copying: its kernels read q, k, v from qkv and write y as [B, T, C].
-  return Output_(causal_self_attention(qkv, n_head_, p, dropout_gen_));  // (B, T, C)
+  return Output_(causal_self_attention(qkv, n_head_, p, dropout_gen_), residual);  // (B, T, C)
 }
 
 Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache,
-                                          const Tensor& v_cache, int64_t start) const {
+                                          const Tensor& v_cache, int64_t start,
+                                          const Tensor& residual) const {
   Tensor q, k, v;
   Heads_(x, q, k, v);  // 3 x (B, H, T_new, D)
   const int64_t end = start + x.size(1);
@@ -70,7 +74,8 @@ Tensor CausalSelfAttention::ForwardCached(const Tensor& x, const Tensor& k_cache
   // Generation never drops: dropout_p stays 0 whatever the mode.
   const Tensor y = attention(q, keys, values, /*causal=*/true, 0.0f);  // (B, H, T_new, D)
   // Heads side by side again: a copy (Reshape of a transposed view).
-  return Output_(y.Transpose(1, 2).Reshape({x.size(0), x.size(1), -1}));  // (B, T_new, C)
+  return Output_(y.Transpose(1, 2).Reshape({x.size(0), x.size(1), -1}),
+                 residual);  // (B, T_new, C)
 }
 
 // ---------------------------------------------------------------- MLP
@@ -83,15 +88,18 @@ MLP::MLP(const GPTConfig& config, Generator& gen, Generator* dropout_gen) {
   dropout_ = RegisterModule("dropout", std::make_shared<Dropout>(config.dropout, dropout_gen));
 }
 
-Tensor MLP::Forward(const Tensor& x) const {
+Tensor MLP::Forward(const Tensor& x, const Tensor& residual) const {
   // c_proj(gelu(c_fc(x))) as one op: on CUDA the GeLU runs in c_fc's GEMM epilogue, and
   // of the (B, T, 4C) hidden layer only the pre-activation is kept for the backward.
   // Each input is cast to the compute dtype, as Linear::Forward does.
   const DataType dt = compute_dtype();
   const auto cast = [dt](const Tensor& param) { return cached_cast(param, dt); };
+  const bool fused = residual.defined() && !dropout_->active();
   const Tensor y = mlp(to_dtype(x, dt), cast(c_fc_->weight()), cast(c_fc_->bias()),
-                       cast(c_proj_->weight()), cast(c_proj_->bias()));  // (B, T, C)
-  return dropout_->Forward(y);
+                       cast(c_proj_->weight()), cast(c_proj_->bias()),
+                       fused ? to_dtype(residual, dt) : Tensor());  // (B, T, C)
+  if (fused) return y;
+  return residual.defined() ? residual + dropout_->Forward(y) : dropout_->Forward(y);
 }
 
 // ---------------------------------------------------------------- block
@@ -103,15 +111,17 @@ Block::Block(const GPTConfig& config, Generator& gen, Generator* dropout_gen) {
   mlp_ = RegisterModule("mlp", std::make_shared<MLP>(config, gen, dropout_gen));
 }
 
+// Each half's output is added to the stream by its last Linear where no dropout comes
+// between them (Note [The residual as the GEMM's C] in kernels/cuda/blas_lt.cu).
 Tensor Block::Forward(const Tensor& x) const {
-  const Tensor h = x + attn_->Forward(ln_1_->Forward(x));  // (B, T, C)
-  return h + mlp_->Forward(ln_2_->Forward(h));             // (B, T, C)
+  const Tensor h = attn_->Forward(ln_1_->Forward(x), x);  // x + attn(ln_1(x)), (B, T, C)
+  return mlp_->Forward(ln_2_->Forward(h), h);             // h + mlp(ln_2(h)), (B, T, C)
 }
 
 Tensor Block::ForwardCached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
                             int64_t start) const {
-  const Tensor h = x + attn_->ForwardCached(ln_1_->Forward(x), k_cache, v_cache, start);
-  return h + mlp_->Forward(ln_2_->Forward(h));  // (B, T_new, C)
+  const Tensor h = attn_->ForwardCached(ln_1_->Forward(x), k_cache, v_cache, start, x);
+  return mlp_->Forward(ln_2_->Forward(h), h);  // (B, T_new, C)
 }
 
 }  // namespace zero::nn

@@ -38,19 +38,21 @@ class CausalSelfAttention : public Module {
   /// see GPT); both dropouts (probabilities and output) use `config.dropout` and draw
   /// from `dropout_gen`.
   CausalSelfAttention(const GPTConfig& config, Generator& gen, Generator* dropout_gen);
-  /// x [B, T, C] -> [B, T, C], position t attending to positions <= t.
-  Tensor Forward(const Tensor& x) const;
+  /// x [B, T, C] -> [B, T, C], position t attending to positions <= t. With a defined
+  /// `residual` [B, T, C], `residual + Forward(x)`: without an output dropout in effect,
+  /// c_proj adds it (`Linear::Forward`'s residual), and no addition of its own is made.
+  Tensor Forward(const Tensor& x, const Tensor& residual = Tensor()) const;
   /// x [B, T_new, C] holds positions `start`.. of a sequence whose keys and values for
   /// positions < `start` are in `k_cache`, `v_cache` [B, H, T_max, D]; writes the new
-  /// keys and values there and attends over all `start + T_new` of them. Generation:
-  /// never drops attention probabilities.
+  /// keys and values there and attends over all `start + T_new` of them, `residual`
+  /// added as in Forward. Generation: never drops attention probabilities.
   Tensor ForwardCached(const Tensor& x, const Tensor& k_cache, const Tensor& v_cache,
-                       int64_t start) const;
+                       int64_t start, const Tensor& residual = Tensor()) const;
 
  private:
   // q, k, v [B, H, T, D] (strided views of c_attn's output).
   void Heads_(const Tensor& x, Tensor& q, Tensor& k, Tensor& v) const;
-  Tensor Output_(const Tensor& y) const;
+  Tensor Output_(const Tensor& y, const Tensor& residual) const;
 
   int64_t n_head_;
   std::shared_ptr<Linear> c_attn_;
@@ -67,8 +69,9 @@ class MLP : public Module {
  public:
   /// c_fc [4C, C] and c_proj [C, 4C] drawn from `gen`; dropout draws from `dropout_gen`.
   MLP(const GPTConfig& config, Generator& gen, Generator* dropout_gen);
-  /// x [..., C] -> [..., C].
-  Tensor Forward(const Tensor& x) const;
+  /// x [..., C] -> [..., C]; with a defined `residual` [..., C], `residual + Forward(x)`,
+  /// added by c_proj when the dropout is not in effect (as in CausalSelfAttention).
+  Tensor Forward(const Tensor& x, const Tensor& residual = Tensor()) const;
 
  private:
   std::shared_ptr<Linear> c_fc_;

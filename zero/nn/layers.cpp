@@ -18,9 +18,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, Generator& gen, float 
 
 // Each Forward casts its input and parameters to the compute dtype (identity in F32),
 // the parameters through the cache of casts: Note [Mixed precision] in module.h.
-Tensor Linear::Forward(const Tensor& x) const {
+Tensor Linear::Forward(const Tensor& x, const Tensor& residual) const {
   const DataType dt = compute_dtype();
-  return linear(to_dtype(x, dt), cached_cast(weight_, dt), cached_cast(bias_, dt));
+  return linear(to_dtype(x, dt), cached_cast(weight_, dt), cached_cast(bias_, dt),
+                residual.defined() ? to_dtype(residual, dt) : residual);
 }
 
 Tensor Linear::ForwardGelu(const Tensor& x) const {

@@ -24,8 +24,10 @@ class Linear : public Module {
   /// Weight drawn from N(0, `init_std`^2) with `gen`; bias (when `bias`) zero.
   Linear(int64_t in_features, int64_t out_features, Generator& gen, float init_std = 0.02f,
          bool bias = true);
-  /// x [..., in] -> [..., out] in the compute dtype, through the fused `linear` op.
-  Tensor Forward(const Tensor& x) const;
+  /// x [..., in] -> [..., out] in the compute dtype, through the fused `linear` op. With
+  /// a defined `residual` [..., out], `residual + Forward(x)` as that one op (on CUDA the
+  /// GEMM adds it: a GPT's c_proj writing into its residual stream).
+  Tensor Forward(const Tensor& x, const Tensor& residual = Tensor()) const;
   /// `gelu(Forward(x))` through the fused `linear_gelu` op: one GEMM with the bias and
   /// the GeLU in its epilogue on CUDA in 16-bit and the fast modes; the same bits as the
   /// two ops on the CPU and in IEEE FP32.
@@ -86,6 +88,8 @@ class Dropout : public Module {
   Tensor Forward(const Tensor& x) const;
   /// The drop probability.
   float p() const { return p_; }
+  /// Whether Forward drops anything: training, with p > 0. Otherwise it is the identity.
+  bool active() const { return is_training() && p_ > 0.0f; }
 
  private:
   float p_;

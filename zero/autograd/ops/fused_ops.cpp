@@ -1,7 +1,7 @@
-// Forward and backward of the fused ops (Linear, attention, packed attention,
-// linear + cross-entropy) and their functional API, which checks the shapes a user is
-// most likely to get wrong before anything runs. The kernels are in kernels/{linear,attention,
-// linear_cross_entropy}.cpp.
+// Forward and backward of the fused ops (attention, packed attention, linear +
+// cross-entropy; the Linear is in linear_op.cpp) and their functional API, which checks
+// the shapes a user is most likely to get wrong before anything runs. The kernels are in
+// kernels/{attention,linear_cross_entropy}.cpp.
 #include "zero/autograd/ops/fused_ops.h"
 
 #include <algorithm>
@@ -19,57 +19,7 @@ namespace {
 // F32 on t's device: the row statistics (logsumexp, loss, counts) of every dtype.
 TensorOption f32_like(const Tensor& t) { return t.options().WithDtype(DataType::F32); }
 
-// `t` with its last dimension replaced by `last`.
-Shape with_last(const Shape& t, int64_t last) {
-  Shape s = t;
-  s.back() = last;
-  return s;
-}
-
 }  // namespace
-
-// ---- Linear ------------------------------------------------------------------
-
-std::vector<Tensor> OpLinear::OpValue_(const std::vector<Tensor>& in) {
-  const Tensor& weight = in[1];                          // (out, in)
-  const Tensor bias = in.size() > 2 ? in[2] : Tensor();  // (out) or undefined
-  const Tensor x = in[0].View({-1, weight.size(1)});     // (N, in)
-  Tensor out = Tensor::Empty({x.size(0), weight.size(0)}, x.options());  // (N, out)
-  ops::linear_forward(x, weight, bias, out);
-  return {out.View(with_last(in[0].sizes(), weight.size(0)))};  // (..., out)
-}
-
-std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g, Tensor grad_bias) {
-  const Tensor& weight = op.inputs()[1];
-  const Tensor x = op.inputs()[0].View({-1, weight.size(1)});  // (N, in)
-  const Tensor made = grad_bias;  // (out) or undefined
-  Tensor grad_x, grad_weight;
-  if (op.needs_grad(0)) {
-    grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
-    ops::matmul(g, weight, grad_x);
-    grad_x = grad_x.View(op.inputs()[0].sizes());  // (..., in)
-  }
-  // The parameters' gradients in FP32 when they are casts of FP32 parameters: Note
-  // [Gradients past a cast] in engine.cpp.
-  if (op.needs_grad(1)) {
-    grad_weight = Tensor::Empty(weight.sizes(), weight.options().WithDtype(grad_dtype(weight)));
-  }
-  if (op.needs_grad(2) && !made.defined()) {
-    const Tensor& bias = op.inputs()[2];
-    grad_bias = Tensor::Empty(bias.sizes(), bias.options().WithDtype(grad_dtype(bias)));
-  }
-  if (grad_weight.defined() || (grad_bias.defined() && !made.defined())) {
-    ops::linear_backward_params(g, x, grad_weight, made.defined() ? Tensor() : grad_bias);
-  }
-  std::vector<Tensor> grads = {grad_x, grad_weight};
-  if (op.inputs().size() > 2) grads.push_back(grad_bias);
-  return grads;
-}
-
-std::vector<Tensor> OpLinear::Backward_(const std::vector<Tensor>& grad) {
-  const int64_t out = inputs()[1].size(0);
-  return linear_grads(*this, grad[0].Contiguous().View({-1, out}));  // g: (N, out)
-}
 
 // ---- Attention ---------------------------------------------------------------
 
@@ -323,20 +273,6 @@ std::pair<uint64_t, uint64_t> attention_dropout_stream(float dropout_p, Generato
 }
 
 }  // namespace
-
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  ZERO_CHECK(weight.dim() == 2, "linear: expected weight of shape [out, in], got ",
-             shape_to_string(weight.sizes()));
-  ZERO_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: expected x of shape [..., ",
-             weight.size(1), "] for weight ", shape_to_string(weight.sizes()), ", got ",
-             shape_to_string(x.sizes()));
-  ZERO_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
-             "linear: expected bias of shape [", weight.size(0), "] for weight ",
-             shape_to_string(weight.sizes()), ", got ", shape_to_string(bias.sizes()));
-  std::vector<Tensor> inputs = {x.Contiguous(), weight.Contiguous()};
-  if (bias.defined()) inputs.push_back(bias.Contiguous());
-  return autograd::RunOp<autograd::OpLinear>(inputs);
-}
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float dropout_p,
                  Generator* gen) {

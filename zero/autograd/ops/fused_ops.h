@@ -3,12 +3,13 @@
 /// `OpPackedAttention`, `OpLinearCrossEntropy`.
 ///
 /// Each does in one graph node what a composition of smaller ops would do in several,
-/// to save memory traffic (Linear: bias added inside the GEMM; Linear + GeLU: the
-/// activation too) or memory outright (the MLP never keeps its hidden layer; attention
-/// never stores the [T, T] probabilities; linear + cross-entropy never stores the [N, V]
-/// logits). The backwards recompute what was not stored. Each is tested against the unfused
+/// to save memory traffic (Linear: bias, and a residual, added inside the GEMM; Linear +
+/// GeLU: the activation too) or memory outright (the MLP never keeps its hidden layer;
+/// attention never stores the [T, T] probabilities; linear + cross-entropy never stores
+/// the [N, V] logits). The backwards recompute what was not stored. Each is tested against the unfused
 /// composition (tests/autograd/fused_ops_test.cpp, tests/autograd/packed_attention_test.cpp,
-/// tests/autograd/linear_gelu_op_test.cpp, tests/autograd/mlp_op_test.cpp).
+/// tests/autograd/linear_gelu_op_test.cpp, tests/autograd/mlp_op_test.cpp,
+/// tests/autograd/linear_residual_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -19,10 +20,15 @@ namespace zero::autograd {
 
 /// `y = x @ weight^T + bias` on inputs {x [..., in], weight [out, in]} or
 /// {x, weight, bias [out]}, all contiguous: the leading dimensions of x are flattened
-/// into rows. Backward: `grad_x = g @ weight`, `grad_weight = g^T @ x` and
-/// `grad_bias` = column sums of g (one cuBLASLt call for both on CUDA).
+/// into rows. With `adds_residual`, a last input `residual` of the output's shape is
+/// added, `y = residual + x @ weight^T + bias` (on CUDA inside the GEMM: Note [The
+/// residual as the GEMM's C] in kernels/cuda/blas_lt.cu). Backward: `grad_x = g @
+/// weight`, `grad_weight = g^T @ x`, `grad_bias` = column sums of g (one cuBLASLt call
+/// for both on CUDA) and `grad_residual = g`.
 class OpLinear : public TensorOp {
  public:
+  /// A Linear whose last input is a residual to add when `adds_residual`.
+  explicit OpLinear(bool adds_residual = false) : adds_residual_(adds_residual) {}
   /// "OpLinear".
   const char* name() const override { return "OpLinear"; }
 
@@ -31,14 +37,23 @@ class OpLinear : public TensorOp {
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
   /// `ops::matmul` for x, `ops::linear_backward_params` for weight and bias.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
+  /// Not the residual (input 2 without a bias, 3 with one): the backward does not read it.
+  bool KeepsInput_(size_t i) const override {
+    return !adds_residual_ || i < 2 || (i == 2 && bias_);
+  }
+
+ private:
+  bool adds_residual_;
+  bool bias_ = false;  // set by OpValue_: whether input 2 is a bias
 };
 
-/// The Linear's backward for the op `op` on inputs {x [..., in], weight [out, in]} or
-/// {x, weight, bias}, given `g` [N, out], the gradient of its pre-activation output
-/// flattened to rows: {grad_x [..., in], grad_weight[, grad_bias]}, each undefined
-/// where `op` needs none. OpLinear's backward, and OpLinearGelu's after the GeLU. A
-/// defined `grad_bias` was made already, by the pass that made g, and is returned as is.
-std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g,
+/// The Linear's backward for the op `op` whose inputs begin {x [..., in], weight [out,
+/// in]} and, when `has_bias`, bias, given `g` [N, out], the gradient of its
+/// pre-activation output flattened to rows: {grad_x [..., in], grad_weight[,
+/// grad_bias]}, each undefined where `op` needs none. OpLinear's backward, and
+/// OpLinearGelu's and OpMlp's after the GeLU. A defined `grad_bias` was made already, by
+/// the pass that made g, and is returned as is.
+std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g, bool has_bias,
                                  Tensor grad_bias = Tensor());
 
 /// `y = gelu(x @ weight^T + bias)` (GeLU's tanh approximation, `ops::UnaryOp::kGelu`) on
@@ -68,10 +83,12 @@ class OpLinearGelu : public TensorOp {
 
 /// A GPT's MLP without its dropout, `y = gelu(x @ fc_weight^T + fc_bias) @ proj_weight^T +
 /// proj_bias`, on inputs {x [..., C], fc_weight [H, C], fc_bias [H], proj_weight [C, H],
-/// proj_bias [C]}, all contiguous. Saves only the pre-activation `pre` [N, H]: the hidden
-/// layer gelu(pre), which two separate ops would keep as well (the second Linear's
-/// input), is made again in the backward (Note [Recomputing the GeLU] in mlp_op.cpp).
-/// Forward: `ops::linear_gelu_forward`, then `ops::linear_forward`.
+/// proj_bias [C]}, all contiguous, and optionally a sixth, `residual` [..., C], added
+/// to y by the second Linear as `OpLinear` adds it (its gradient is y's). Saves only the
+/// pre-activation `pre` [N, H]: the hidden layer gelu(pre), which two separate ops would
+/// keep as well (the second Linear's input), is made again in the backward (Note
+/// [Recomputing the GeLU] in mlp_op.cpp). Forward: `ops::linear_gelu_forward`, then
+/// `ops::linear_forward`.
 class OpMlp : public TensorOp {
  public:
   /// "OpMlp".
@@ -86,6 +103,8 @@ class OpMlp : public TensorOp {
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
   /// Drops pre.
   void ReleaseSaved_() override { pre_ = Tensor(); }
+  /// Not the residual: the backward does not read it.
+  bool KeepsInput_(size_t i) const override { return i < 5; }
 
  private:
   Tensor pre_;  // (N, H), detached

@@ -31,7 +31,7 @@ std::vector<Tensor> OpLinearGelu::Backward_(const std::vector<Tensor>& grad) {
   // for the output argument, which this op does not keep.
   Tensor dpre = Tensor::Empty(pre_.sizes(), pre_.options());  // (N, out)
   ops::unary_backward(ops::UnaryOp::kGelu, pre_, pre_, g, dpre);
-  return linear_grads(*this, dpre);  // from here on OpLinear's backward
+  return linear_grads(*this, dpre, inputs().size() > 2);  // OpLinear's backward from here
 }
 
 }  // namespace autograd

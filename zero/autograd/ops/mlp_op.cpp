@@ -40,7 +40,8 @@ std::vector<Tensor> OpMlp::OpValue_(const std::vector<Tensor>& in) {
   Tensor pre = Tensor::Empty(hidden.sizes(), hidden.options());                // (N, H)
   ops::linear_gelu_forward(x, fc_weight, in[2], hidden, pre);
   Tensor y = Tensor::Empty({x.size(0), proj_weight.size(0)}, x.options());  // (N, C)
-  ops::linear_forward(hidden, proj_weight, in[4], y);
+  const Tensor residual = in.size() > 5 ? in[5].View(y.sizes()) : Tensor();  // (N, C)
+  ops::linear_forward(hidden, proj_weight, in[4], y, residual);
   pre_ = pre.Detach();
   return {y.View(in[0].sizes())};  // (..., C); `hidden` is freed here
 }
@@ -81,9 +82,10 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
     hidden = Tensor();  // freed before the first Linear's gradients
   }
   std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};
-  if (input_grads) grads = linear_grads(*this, grad_pre, grad_fc_bias);  // inputs 0, 1, 2
+  if (input_grads) grads = linear_grads(*this, grad_pre, true, grad_fc_bias);  // 0, 1, 2
   grads.push_back(grad_proj_weight);
   grads.push_back(grad_proj_bias);
+  if (inputs().size() > 5) grads.push_back(needs_grad(5) ? grad[0] : Tensor());  // residual
   return grads;
 }
 
@@ -99,7 +101,7 @@ std::string shape_of(const Tensor& t) {
 }  // namespace
 
 Tensor mlp(const Tensor& x, const Tensor& fc_weight, const Tensor& fc_bias,
-           const Tensor& proj_weight, const Tensor& proj_bias) {
+           const Tensor& proj_weight, const Tensor& proj_bias, const Tensor& residual) {
   ZERO_CHECK(fc_weight.defined() && fc_weight.dim() == 2,
              "mlp: expected fc_weight of shape [H, C], got ", shape_of(fc_weight));
   const int64_t h = fc_weight.size(0), c = fc_weight.size(1);
@@ -111,9 +113,16 @@ Tensor mlp(const Tensor& x, const Tensor& fc_weight, const Tensor& fc_bias,
              "mlp: expected proj_weight of shape [", c, ", ", h, "], got ", shape_of(proj_weight));
   ZERO_CHECK(proj_bias.defined() && proj_bias.sizes() == Shape{c},
              "mlp: expected proj_bias of shape [", c, "], got ", shape_of(proj_bias));
-  return autograd::RunOp<autograd::OpMlp>({x.Contiguous(), fc_weight.Contiguous(),
-                                           fc_bias.Contiguous(), proj_weight.Contiguous(),
-                                           proj_bias.Contiguous()});
+  std::vector<Tensor> inputs = {x.Contiguous(), fc_weight.Contiguous(), fc_bias.Contiguous(),
+                                proj_weight.Contiguous(), proj_bias.Contiguous()};
+  if (residual.defined()) {
+    ZERO_CHECK(residual.sizes() == x.sizes() && residual.dtype() == x.dtype(),
+               "mlp: expected residual of x's shape ", shape_of(x), " and dtype ",
+               to_string(x.dtype()), ", got ", shape_of(residual), " ",
+               to_string(residual.dtype()));
+    inputs.push_back(residual.Contiguous());
+  }
+  return autograd::RunOp<autograd::OpMlp>(inputs);
 }
 
 }  // namespace zero

@@ -120,10 +120,17 @@ void matmul_cpu(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
 // The fused Linear on the CPU is a composition of the kernels it fuses on the GPU: a GEMM
 // against the transposed weight onto the bias, a column sum for the bias gradient.
 void linear_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const Tensor& out) {
+                        const Tensor& out, const Tensor& residual) {
+  // A residual is the addition after the rounded Linear, as `linear` then `add` compute
+  // it: the CPU gains nothing from fusing it, and keeps the unfused bits.
+  if (residual.defined()) {
+    linear_forward_cpu(x, weight, bias, out, Tensor());
+    return binary(BinaryOp::kAdd, out, residual, out);  // element-wise: may alias
+  }
   if (x.dtype() != DataType::F32) {
     const Tensor acc = f32_output(out, false);
-    linear_forward_cpu(to_f32(x), to_f32(weight), bias.defined() ? to_f32(bias) : bias, acc);
+    linear_forward_cpu(to_f32(x), to_f32(weight), bias.defined() ? to_f32(bias) : bias, acc,
+                       Tensor());
     return finish_f32(acc, out);
   }
   // Note [The bias in the GEMM]
@@ -155,7 +162,7 @@ void linear_backward_params_cpu(const Tensor& grad_out, const Tensor& x,
 // a model using it computes on the CPU bit for bit what the unfused ops computed.
 void linear_gelu_forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias,
                              const Tensor& y, const Tensor& pre) {
-  linear_forward_cpu(x, weight, bias, pre);  // (N, out)
+  linear_forward_cpu(x, weight, bias, pre, Tensor());  // (N, out)
   unary(UnaryOp::kGelu, pre, y);             // (N, out)
 }
 

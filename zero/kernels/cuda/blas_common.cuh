@@ -61,16 +61,19 @@ bool split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t 
 // no `aux`, so a caller with either must first check split_tf32_pays and do without the
 // epilogue when it is true. Defined in blas_lt.cu; returns false, having done nothing,
 // when cuBLASLt has no algorithm (an epilogue unsupported for the compute type, a
-// misaligned pointer, an aux whose m is not a multiple of 8).
+// misaligned pointer, an aux whose m is not a multiple of 8). A non-null C (m x n, ld
+// m, not D) is added: D = op(A) op(B) + C (Note [The residual as the GEMM's C]); a large
+// GEMM in 3xtf32 mode then returns false.
 bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
-               float* bias, float* aux = nullptr);
+               float* bias, float* aux = nullptr, const float* C = nullptr);
 // lt_matmul for the tensors of a BF16 or F16 Linear: A and B of one 16-bit dtype, D of
 // theirs or FP32, the bias (may be undefined) and aux (may be undefined, else D's
-// dtype) likewise; FP32 accumulation and scale. Defined in blas_lt.cu.
+// dtype) likewise, and C (may be undefined, else D's dtype and shape) added as in
+// lt_matmul; FP32 accumulation and scale. Defined in blas_lt.cu.
 bool lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      const Tensor& A, const Tensor& B, const Tensor& D,
                      cublasLtEpilogue_t epilogue, const Tensor& bias,
-                     const Tensor& aux = Tensor());
+                     const Tensor& aux = Tensor(), const Tensor& C = Tensor());
 
 }  // namespace zero::ops::cuda

@@ -67,11 +67,12 @@ struct AlgoKey {
   bool trans_a, trans_b;
   int64_t m, n, k;
   int epilogue, compute, ab_type, d_type, bias_type;
+  bool adds_c;  // beta = 1: a C operand (or D itself) is added
   bool operator<(const AlgoKey& o) const {
     return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute, ab_type, d_type,
-                    bias_type) < std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n, o.k,
-                                          o.epilogue, o.compute, o.ab_type, o.d_type,
-                                          o.bias_type);
+                    bias_type, adds_c) < std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n,
+                                                  o.k, o.epilogue, o.compute, o.ab_type,
+                                                  o.d_type, o.bias_type, o.adds_c);
   }
 };
 
@@ -116,9 +117,21 @@ const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
   return &(tuned()[key] = candidates[best].algo);  // std::map nodes never move
 }
 
+// Note [The residual as the GEMM's C]
+// A GPT block adds each c_proj's output to the residual stream: as two ops the Linear
+// writes its [N, C] output, and an addition reads it back with the stream and writes
+// the sum, a pass over three [N, C] tensors. cuBLASLt computes D = alpha op(A) op(B) +
+// beta C (+ bias) with C and D separate matrices of one layout, so with beta = 1 and the
+// stream as C the sum is made as the tile is written: the stream is read once, the
+// Linear's output never stored. The sum is then rounded once, in D's type, where the
+// two ops round the Linear's output first: in FP32 an ulp's difference, for a 16-bit
+// output closer to the exact sum. D must not be C, which the timing of the candidates
+// (Note [Choosing a GEMM algorithm]) would add again on every run.
+
 // Column-major D (m x n, ld m) = op(A) op(B) + beta D in `compute`, with `epilogue`
-// reading or writing `bias`. A is stored m x k (or k x m when trans_a), B k x n (or
-// n x k when trans_b), both packed, both of type `ab_type` (FP32, FP16 in fp16 mode, or
+// reading or writing `bias`; with `C` (m x n, ld m, D's type, not D) D = op(A) op(B) + C
+// instead. A is stored m x k (or k x m when trans_a), B k x n (or n x k when trans_b),
+// both packed, both of type `ab_type` (FP32, FP16 in fp16 mode, or
 // the BF16/F16 of a 16-bit Linear); D is of `d_type` and the bias of `bias_type` (FP32
 // unless given). A GeLU epilogue with AUX writes its input, m x n with ld m in D's type,
 // to `aux`. Returns false, having done nothing, when cuBLASLt has no algorithm.
@@ -126,8 +139,11 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
                   bool trans_b, int64_t m, int64_t n, int64_t k, const void* A, const void* B,
                   void* D, cublasLtEpilogue_t epilogue, void* bias, float beta = 0.0f,
                   cudaDataType_t d_type = CUDA_R_32F, cudaDataType_t bias_type = CUDA_R_32F,
-                  void* aux = nullptr) {
-  if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias)) return false;
+                  void* aux = nullptr, const void* C = nullptr) {
+  if (!aligned16(A) || !aligned16(B) || !aligned16(D) || !aligned16(bias) || !aligned16(C)) {
+    return false;
+  }
+  if (C != nullptr) beta = 1.0f;
   // cuBLASLt requires the aux leading dimension to be a multiple of 8 elements.
   if (aux != nullptr && (m % 8 != 0 || !aligned16(aux))) return false;
   cublasLtHandle_t handle = reinterpret_cast<cublasLtHandle_t>(cuda::blas_handle(device));
@@ -172,13 +188,13 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
       pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes)));
   const float alpha = 1.0f;
   const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(handle, op.desc, &alpha, A, la.layout, B, lb.layout, &beta, D,
-                          ld.layout, D, ld.layout, &algo, cuda::blas_workspace(device),
-                          workspace_bytes, cuda::current_stream());
+    return cublasLtMatmul(handle, op.desc, &alpha, A, la.layout, B, lb.layout, &beta,
+                          C != nullptr ? C : D, ld.layout, D, ld.layout, &algo,
+                          cuda::blas_workspace(device), workspace_bytes, cuda::current_stream());
   };
   const AlgoKey key{device, trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
                     static_cast<int>(compute), static_cast<int>(ab_type),
-                    static_cast<int>(d_type), static_cast<int>(bias_type)};
+                    static_cast<int>(d_type), static_cast<int>(bias_type), beta != 0.0f};
   const cublasLtMatmulAlgo_t* algo = tuned_algo(key);
   if (algo == nullptr) {
     cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
@@ -189,10 +205,10 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
         found == 0) {
       return false;
     }
-    // Timing the candidates runs each on D: fine when D is only written, but with
-    // beta != 0 every run would add into it again. Accumulating calls then take
-    // cuBLASLt's first choice, and the first beta = 0 call of the shape tunes it.
-    if (beta != 0.0f) return run(candidates[0].algo) == CUBLAS_STATUS_SUCCESS;
+    // Timing the candidates runs each on D: fine when D is only written (C, if any,
+    // is another matrix), but with beta != 0 and no C every run would add into D again.
+    // Such accumulating calls take cuBLASLt's first choice.
+    if (beta != 0.0f && C == nullptr) return run(candidates[0].algo) == CUBLAS_STATUS_SUCCESS;
     algo = remember_fastest(key, candidates, found, run);
     if (algo == nullptr) return false;
   }
@@ -213,9 +229,10 @@ void column_sum(const Tensor& grad_out, const Tensor& grad_bias) {
 // precision mode's compute, and the tensors of a 16-bit Linear.
 bool cuda::lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
-                     float* bias, float* aux) {
+                     float* bias, float* aux, const float* C) {
   if (cuda::split_tf32_pays(device, m, n, k)) {
     ZERO_CHECK(aux == nullptr, "split TF32 does not take an epilogue's aux matrix");
+    if (C != nullptr) return false;  // its beta adds D; the caller adds C itself
     return cuda::split_tf32_gemm(device, trans_a, trans_b, m, n, k, A, trans_a ? k : m, B,
                                  trans_b ? n : k, D, epilogue, bias);
   }
@@ -223,21 +240,22 @@ bool cuda::lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t 
     const Tensor a16 = cuda::to_half(A, m * k, device), b16 = cuda::to_half(B, k * n, device);
     return lt_matmul_in(CUBLAS_COMPUTE_32F, CUDA_R_16F, device, trans_a, trans_b, m, n, k,
                         a16.data(), b16.data(), D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F,
-                        aux);
+                        aux, C);
   }
   return lt_matmul_in(cuda::compute_type(), CUDA_R_32F, device, trans_a, trans_b, m, n, k, A, B,
-                      D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F, aux);
+                      D, epilogue, bias, 0.0f, CUDA_R_32F, CUDA_R_32F, aux, C);
 }
 
 bool cuda::lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
                            int64_t k, const Tensor& A, const Tensor& B, const Tensor& D,
-                           cublasLtEpilogue_t epilogue, const Tensor& bias, const Tensor& aux) {
+                           cublasLtEpilogue_t epilogue, const Tensor& bias, const Tensor& aux,
+                           const Tensor& C) {
   const cudaDataType_t d_type = cuda::cuda_dtype(D.dtype());
   return lt_matmul_in(CUBLAS_COMPUTE_32F, cuda::cuda_dtype(A.dtype()), device, trans_a, trans_b,
                       m, n, k, A.data(), B.data(), D.data(), epilogue,
                       bias.defined() ? bias.data() : nullptr, 0.0f, d_type,
                       bias.defined() ? cuda::cuda_dtype(bias.dtype()) : d_type,
-                      aux.defined() ? aux.data() : nullptr);
+                      aux.defined() ? aux.data() : nullptr, C.defined() ? C.data() : nullptr);
 }
 
 bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,
@@ -255,21 +273,29 @@ bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, in
 namespace {
 
 void linear_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                         const Tensor& out) {
+                         const Tensor& out, const Tensor& residual) {
   cuda::set_device(out);
   const int64_t n = x.size(0), in = x.size(1), n_out = weight.size(0);
   if (out.numel() == 0) return;
   const int device = out.device().index();
   const bool f32 = x.dtype() == DataType::F32;
-  // out^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T (in x n) + bias.
-  if (bias.defined() && in > 0 &&
+  const cublasLtEpilogue_t epilogue =
+      bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  // out^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T (in x n) + bias,
+  // + residual^T as C (Note [The residual as the GEMM's C]).
+  if ((bias.defined() || residual.defined()) && in > 0 &&
       (f32 ? cuda::lt_matmul(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
                              weight.data_ptr<float>(), x.data_ptr<float>(),
-                             out.data_ptr<float>(), CUBLASLT_EPILOGUE_BIAS,
-                             bias.data_ptr<float>())
+                             out.data_ptr<float>(), epilogue,
+                             bias.defined() ? bias.data_ptr<float>() : nullptr, nullptr,
+                             residual.defined() ? residual.data_ptr<float>() : nullptr)
            : cuda::lt_matmul_16bit(device, /*trans_a=*/true, /*trans_b=*/false, n_out, n, in,
-                                   weight, x, out, CUBLASLT_EPILOGUE_BIAS, bias))) {
+                                   weight, x, out, epilogue, bias, Tensor(), residual))) {
     return;
+  }
+  if (residual.defined()) {  // no algorithm with C (or split TF32): the two ops
+    linear_forward_cuda(x, weight, bias, out, Tensor());
+    return binary(BinaryOp::kAdd, out, residual, out);
   }
   if (f32 || !bias.defined()) {
     matmul(x, transposed(weight), out);                            // (N, out)
