@@ -101,8 +101,8 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
     check_like_x(op, grad_x_add, "grad_x_add", x);
     check_shape(op, grad_x_add, "grad_x_add", x.sizes());
   }
-  layer_norm_backward_stub(x.device(), grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias,
-                           grad_x_add);
+  layer_norm_backward_stub(x.device(), grad_y, x, weight, mean, rstd, grad_x, grad_weight,
+                           grad_bias, grad_x_add);
 }
 
 }  // namespace zero::ops

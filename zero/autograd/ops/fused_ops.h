@@ -6,10 +6,10 @@
 /// to save memory traffic (Linear: bias, and a residual, added inside the GEMM; Linear +
 /// GeLU: the activation too) or memory outright (the MLP never keeps its hidden layer;
 /// attention never stores the [T, T] probabilities; linear + cross-entropy never stores
-/// the [N, V] logits). The backwards recompute what was not stored. Each is tested against the unfused
-/// composition (tests/autograd/fused_ops_test.cpp, tests/autograd/packed_attention_test.cpp,
-/// tests/autograd/linear_gelu_op_test.cpp, tests/autograd/mlp_op_test.cpp,
-/// tests/autograd/linear_residual_test.cpp).
+/// the [N, V] logits). The backwards recompute what was not stored. Each is tested against
+/// the unfused composition (tests/autograd/fused_ops_test.cpp,
+/// tests/autograd/packed_attention_test.cpp, tests/autograd/linear_gelu_op_test.cpp,
+/// tests/autograd/mlp_op_test.cpp, tests/autograd/linear_residual_test.cpp).
 #pragma once
 
 #include <cstdint>
