@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "zero/kernels/cuda/attention.cuh"
+#include "zero/kernels/cuda/attention_simt.cuh"
 #include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"
@@ -227,6 +228,12 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   // On an sm_90 GPU the 16-bit D = 64 forward without dropout runs on warpgroup
   // products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu).
   if (drop.p == 0.0f && attention_forward_wgmma(q, k, v, causal, out, lse)) return;
+  // FP32 in the ieee mode, heads of up to 64, on register tiles (Note [FP32 attention on
+  // register tiles] in attention_backward_simt.cu).
+  if (matmul_precision() == MatmulPrecision::kIeee &&
+      attention_forward_simt(q, k, v, causal, drop, out, lse)) {
+    return;
+  }
   // 16-bit operands go in as they are: the tiles hold them (Note [16-bit fragments]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
     constexpr int kD = decltype(width)::value;

@@ -13,8 +13,9 @@
 //   attention_row_passes.cuh       the backward's passes over rows: delta, dQ's rounding
 //
 // The CPU reference is cpu/attention_cpu.cpp; this file adds the launch arithmetic. The
-// exact-FP32 backward for heads of up to 64 takes another layout, register tiles on the
-// FP32 units (Note [FP32 attention on register tiles] in attention_backward_simt.cu).
+// exact-FP32 kernels for heads of up to 64 take another layout, register tiles on the
+// FP32 units (Note [FP32 attention on register tiles] in attention_backward_simt.cu,
+// attention_forward_simt.cu).
 //
 // Note [Flash attention]
 // Scores S = Q K^T * scale are formed a 64 x 64 tile at a time, in registers. One

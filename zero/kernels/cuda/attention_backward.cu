@@ -22,7 +22,7 @@
 
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/attention_row_passes.cuh"
-#include "zero/kernels/cuda/attention_simt.h"
+#include "zero/kernels/cuda/attention_simt.cuh"
 #include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/dispatch.h"

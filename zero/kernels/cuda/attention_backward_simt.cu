@@ -1,6 +1,6 @@
 // The exact-FP32 attention backward on the FP32 units with register tiles, for heads of
 // up to 64: the dK, dV kernel of attention_backward.cu (which also adds dQ's shares into
-// its FP32 sum), for Arith::kFp32 only.
+// its FP32 sum), for Arith::kFp32 only. The forward is attention_forward_simt.cu.
 //
 // Note [FP32 attention on register tiles]
 // The Tensor-Core kernels give each thread a 2 x 2 corner of every 8 x 8 product (Note
@@ -32,58 +32,22 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "zero/kernels/cuda/attention.cuh"
-#include "zero/kernels/cuda/attention_simt.h"
+#include "zero/kernels/cuda/attention_simt.cuh"
 
 namespace zero::ops {
+
+bool cuda::simt::applies(int64_t D) {
+  static const bool wanted = [] {
+    const char* value = std::getenv("ZERO_ATTENTION_SIMT");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return wanted && D <= kWidth;
+}
+
 namespace {
 
 using namespace cuda::flash;
-
-constexpr int kSimtThreads = 256;
-constexpr int kWidth = 64;                  // columns of a tile: D <= 64, zeros past D
-constexpr int kRow = kWidth + 4;            // floats between rows
-constexpr int kTileFloats = kTile * kRow;
-
-// Starts copying rows [row0, row0 + 64) of a [rows, D] matrix (rows `ld` apart) into a
-// tile, zeros past the last row and past column D: 16-byte cp.async copies where
-// `vectors` (flash::vectors_ok), else element by element (ready on return).
-__device__ void load_rows(float* tile, const float* src, int64_t ld, int row0, int rows, int D,
-                          bool vectors) {
-  if (vectors) {
-#pragma unroll
-    for (int n = 0; n < kTile * kWidth / 4 / kSimtThreads; ++n) {
-      const int c = threadIdx.x + n * kSimtThreads, r = c / (kWidth / 4), d = c % (kWidth / 4) * 4;
-      const bool inside = row0 + r < rows && d < D;
-      const float* from = inside ? src + (row0 + r) * ld + d : src;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                       shared_address(tile + r * kRow + d)),
-                   "l"(from), "r"(inside ? 16 : 0));
-    }
-    return;
-  }
-  for (int e = threadIdx.x; e < kTile * kWidth; e += kSimtThreads) {
-    const int r = e / kWidth, d = e % kWidth;
-    tile[r * kRow + d] = row0 + r < rows && d < D ? src[(row0 + r) * ld + d] : 0.0f;
-  }
-}
-
-__device__ inline float4 row4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-
-// s += a . b over four terms, in order (FP32 FMAs).
-__device__ inline float dot4(float4 a, float4 b, float s) {
-  return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, s))));
-}
-
-// acc[r][c] += a[r] b[c]: one step of an outer-product sum.
-__device__ inline void outer4(float (&acc)[4][4], float4 a, float4 b) {
-  const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) acc[r][c] = fmaf(av[r], bv[c], acc[r][c]);
-  }
-}
+using namespace cuda::simt;
 
 // p[0..3] += v, an FP32 sum in global memory, 16-byte aligned.
 __device__ inline void atomic_add4(float* p, float4 v) {
@@ -225,12 +189,8 @@ bool attention_backward_simt(const Tensor& q, const Tensor& k, const Tensor& v,
                              const Tensor& grad_out, const float* stats, float* dq_sum, int dq_ld,
                              bool causal, const AttentionDropout& drop, const Tensor& grad_k,
                              const Tensor& grad_v) {
-  static const bool wanted = [] {
-    const char* value = std::getenv("ZERO_ATTENTION_SIMT");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
   const int D = static_cast<int>(q.size(3));
-  if (!wanted || q.dtype() != DataType::F32 || D > kWidth || dq_ld % 4 != 0) return false;
+  if (q.dtype() != DataType::F32 || !cuda::simt::applies(D) || dq_ld % 4 != 0) return false;
   const int64_t bh = q.size(0) * q.size(1);
   const int H = static_cast<int>(q.size(1));
   const int Tq = static_cast<int>(q.size(2)), Tk = static_cast<int>(k.size(2));
