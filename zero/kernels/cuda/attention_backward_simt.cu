@@ -25,9 +25,9 @@
 // 68 floats apart a warp's 16 consecutive rows fall on distinct banks two 128-byte
 // wavefronts at a time, and the 2 rows its two values of ty name are read once for all
 // its lanes. Nine 64 x 68 tiles (K, V, two Q, two dO, the three above) take 157 KB: one
-// block of 8 warps an SM. The dropout factors come one probability at a time
-// (AttentionDropout::factor): a thread's 16 probabilities lie in 16 different 2 x 2
-// squares.
+// block of 8 warps an SM. A thread's 16 probabilities lie in 16 different dropout
+// squares, which it shares with three other lanes (Note [Dropout squares shared by four
+// lanes] in attention_simt.cuh).
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -93,8 +93,10 @@ __global__ void __launch_bounds__(kSimtThreads, 1) attention_backward_simt_kerne
                    "l"(stats + (i < Tq ? i : 0)), "r"(i < Tq ? 8 : 0));
     }
   };
-  // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask.
-  const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) : 0;
+  // Queries before k0 - (Tk - Tq) see none of these keys under the causal mask. The start
+  // is rounded down to an even row, so that the tiles' dropout squares are whole (Note
+  // [Dropout squares shared by four lanes]); the extra row is masked.
+  const int q_begin = causal ? ::max(0, k0 - (Tk - Tq)) & ~1 : 0;
   load_rows(ks, k.slice(bh, H), k.row, k0, Tk, D, vectors);
   load_rows(vs, v.slice(bh, H), v.row, k0, Tk, D, vectors);
   if (q_begin < Tq) load_queries(q_begin, 0);
@@ -132,6 +134,7 @@ __global__ void __launch_bounds__(kSimtThreads, 1) attention_backward_simt_kerne
     // Z^T = P^T F and dS^T = P^T (dP^T F - delta), P^T = exp(S^T scale - lse), 0 where
     // the mask or the ends hide the score; into shared memory for the products after.
     const bool masked = tile_masked(q0, k0, Tq, Tk, causal);
+    const unsigned kept = drop.p != 0.0f ? kept_bits<false>(drop, bh, k0, q0) : ~0u;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(kSimtThreads, 1) attention_backward_simt_kerne
         const float2 row = stats_s(buf)[query];  // {lse, delta}
         float p = expf(fmaf(st[i][j], scale, -row.x));
         if (masked && !visible(q0 + query, k0 + key, Tq, Tk, causal)) p = 0.0f;
-        const float f = drop.p != 0.0f ? drop.factor(bh, q0 + query, k0 + key) : 1.0f;
+        const float f = drop.p == 0.0f ? 1.0f : (kept >> (4 * j + i) & 1u) ? drop.keep : 0.0f;
         const float ds = p * (dpt[i][j] * f - row.y);
         zq[query * kRow + key] = p * f;
         sq[query * kRow + key] = ds;

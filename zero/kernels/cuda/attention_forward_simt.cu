@@ -86,6 +86,8 @@ __global__ void __launch_bounds__(kSimtThreads, 2) attention_forward_simt_kernel
       }
     }
     const bool masked = tile_masked(q0, k0, Tq, Tk, causal);
+    // Note [Dropout squares shared by four lanes]
+    const unsigned kept = drop.p != 0.0f ? kept_bits<true>(drop, bh, q0, k0) : ~0u;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int query = ty + 16 * i;
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(kSimtThreads, 2) attention_forward_simt_kernel
         const int key = tx + 16 * j;
         const float p = expf(fmaf(s[i][j], scale, -m_use));
         sum += p;  // the sum takes the undropped P; V meets P F
-        const float f = drop.p != 0.0f ? drop.factor(bh, q0 + query, k0 + key) : 1.0f;
+        const float f = drop.p == 0.0f ? 1.0f : (kept >> (4 * j + i) & 1u) ? drop.keep : 0.0f;
         pk[key * kRow + query] = p * f;
       }
       l[i] = l[i] * alpha + sum;

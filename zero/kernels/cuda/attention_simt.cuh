@@ -81,5 +81,53 @@ __device__ inline void outer4(float (&acc)[4][4], float4 a, float4 b) {
   }
 }
 
+// Note [Dropout squares shared by four lanes]
+// A probability's dropout factor is one word of its 2 x 2 square's Philox block
+// (AttentionDropout). A thread holds rows ty + 16i and columns tx + 16j of a tile, one
+// probability in each of 16 squares, and the other three probabilities of each of those
+// squares lie with lanes L ^ 1 (tx's neighbour), L ^ 16 (ty's, the other half of the
+// warp) and L ^ 17. Rather than evaluate 16 blocks a thread, each of the four lanes
+// evaluates the 4 squares of one column step j (the lane of parities x = tx % 2, y =
+// ty % 2 takes j = 2y + x), keeps each word as one bit, and in three shuffles of 4 bits
+// hands each partner the words it needs. Both tile origins must be even, so that a
+// square never straddles two pairs of lanes.
+
+// Which of the thread's 16 probabilities dropout keeps: bit 4j + i for row row0 + ty +
+// 16i, column col0 + tx + 16j (row0, col0 even), the rows queries when kRowIsQuery (the
+// forward), else keys. Every thread of the warp must call it together.
+template <bool kRowIsQuery>
+__device__ inline unsigned kept_bits(const AttentionDropout& drop, int64_t bh, int row0,
+                                     int col0) {
+  const int lane = threadIdx.x % 32, ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const int x = lane & 1, y = lane >> 4;  // the parities of tx and ty
+  unsigned own = 0;  // bit 4i + w: word w of the square of step (i, 2y + x)
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = (row0 + (ty & ~1) + 16 * i) / 2, c = (col0 + (tx & ~1) + 16 * (2 * y + x)) / 2;
+    float f[4];
+    if constexpr (kRowIsQuery) {
+      drop.square(bh, r, c, f);
+    } else {
+      drop.square(bh, c, r, f);
+    }
+#pragma unroll
+    for (int w = 0; w < 4; ++w) own |= static_cast<unsigned>(f[w] != 0.0f) << (4 * i + w);
+  }
+  unsigned kept = 0;
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {  // partners L, L ^ 1, L ^ 16, L ^ 17
+    const int mask = (m & 1) | (m >> 1) << 4;
+    const int xs = x ^ (m & 1), ys = y ^ (m >> 1);  // the partner's parities
+    // The word the partner needs: 2 (query % 2) + key % 2.
+    const int w = kRowIsQuery ? 2 * ys + xs : 2 * xs + ys;
+    unsigned send = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) send |= (own >> (4 * i + w) & 1u) << i;
+    const unsigned got = mask == 0 ? send : __shfl_xor_sync(0xffffffffu, send, mask);
+    kept |= got << (4 * (2 * ys + xs));  // the partner's step j = 2 ys + xs
+  }
+  return kept;
+}
+
 }  // namespace cuda::simt
 }  // namespace zero::ops
