@@ -3,7 +3,7 @@
 
     git worktree add .data/base HEAD~1        # the tree to compare with, in an ignored folder
     python3 tools/bench_ab.py --base .data/base [--tests '*ttention*'] [--attention bf16,tf32]
-                              [--steps gpt2:bf16,char:bf16] [--rounds 2] [--save ab.json]
+                              [--steps gpt2:bf16,char:tf32] [--rounds 2] [--save ab.json]
     python3 tools/bench_ab.py --base . --base-env NAME=VALUE
                                                # one tree: base runs its programs with NAME set
     python3 tools/bench_ab.py --table ab.json  # the table again, from saved figures
@@ -118,7 +118,8 @@ def main():
     ap.add_argument("--attention", default="bf16",
                     help="bench_attention modes, comma-separated (ieee, 3xtf32, tf32, bf16, f16)")
     ap.add_argument("--steps", default="gpt2:bf16,char:bf16",
-                    help="bench_train_step preset:dtype pairs, comma-separated; '' for none")
+                    help="bench_train_step preset:dtype pairs (dtype fp32, bf16 or tf32), "
+                         "comma-separated; '' for none")
     ap.add_argument("--base-env", action="append", default=[], metavar="NAME=VALUE",
                     help="an environment variable for the base tree's programs (repeatable)")
     ap.add_argument("--rounds", type=int, default=2)
@@ -168,7 +169,9 @@ def main():
                     figures.update(parse_attention(run([tools / "bench_attention", mode],
                                                        env=envs[name])))
             for preset, dtype in steps:
-                result, _ = zero_step(builds[name], preset, "ieee", 20, 5, False, dtype,
+                # "tf32": FP32 tensors with MX_FAST_MATMUL=tf32, as the side-by-side's rows.
+                fast, tensors = ("tf32", "fp32") if dtype == "tf32" else ("ieee", dtype)
+                result, _ = zero_step(builds[name], preset, fast, 20, 5, False, tensors,
                                       env=envs[name])
                 figures.update(step_figures(result, preset, dtype))
             if not figures:

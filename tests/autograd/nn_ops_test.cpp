@@ -1,8 +1,8 @@
 // Tests of the layer ops (autograd/ops/nn_ops.cpp) and their kernels: LayerNorm
 // against a naive double-precision loop, embedding lookups and their scatter-add
-// gradient, dropout's Philox mask, gradients against finite differences, a LayerNorm
-// adding the residual's gradient into its own, and the errors for bad ids, mismatched
-// shapes and p = 1.
+// gradient, dropout's Philox mask (and dropout_add against the two ops), gradients
+// against finite differences, a LayerNorm adding the residual's gradient into its own,
+// and the errors for bad ids, mismatched shapes and p = 1.
 #include <gmock/gmock.h>
 
 #include <cmath>
@@ -316,6 +316,34 @@ TEST_P(NnOpsTest, DropoutGradientIsMaskedAndScaled) {
     expected[i] = philox_uniform(123, 7 + i) >= p ? vg[i] / (1.0f - p) : 0.0f;
   }
   expect_close(x.Grad(), expected, 1e-6f, 0.0f);
+}
+
+TEST_P(NnOpsTest, DropoutAddIsResidualPlusDropoutForwardAndBackward) {
+  const float p = 0.25f;
+  Tensor r1 = randn_leaf({5, 12}, device(), 21), x1 = randn_leaf({5, 12}, device(), 22);
+  Tensor r2 = randn_leaf({5, 12}, device(), 21), x2 = randn_leaf({5, 12}, device(), 22);
+  Generator g1(31), g2(31);
+  g1.Reserve(2);  // an offset that is not a multiple of 4
+  g2.Reserve(2);
+  Tensor fused = dropout_add(r1, x1, p, true, &g1);
+  Tensor two_ops = r2 + dropout(x2, p, true, &g2);
+  EXPECT_EQ(g1.offset(), g2.offset());
+  EXPECT_EQ(fused.ToVector<float>(), two_ops.ToVector<float>());
+  Generator gg(4);
+  const Tensor g = Tensor::Randn({5, 12}, opt(), &gg);
+  fused.Backward(g);
+  two_ops.Backward(g);
+  EXPECT_EQ(r1.Grad().ToVector<float>(), g.ToVector<float>());
+  EXPECT_EQ(x1.Grad().ToVector<float>(), x2.Grad().ToVector<float>());
+  int zeros = 0;  // the mask reached x's gradient
+  for (float v : x1.Grad().ToVector<float>()) zeros += v == 0.0f;
+  EXPECT_GT(zeros, 5);
+  // In eval mode, or with p = 0, the sum itself; no stream words taken.
+  const uint64_t before = g1.offset();
+  EXPECT_EQ(dropout_add(r1, x1, p, false, &g1).ToVector<float>(), (r1 + x1).ToVector<float>());
+  EXPECT_EQ(dropout_add(r1, x1, 0.0f, true, &g1).ToVector<float>(), (r1 + x1).ToVector<float>());
+  EXPECT_EQ(g1.offset(), before);
+  expect_error_mentions([&] { dropout_add(r1, x1, 1.0f); }, {"p < 1"});
 }
 
 TEST_P(NnOpsTest, DropoutInEvalModeOrWithZeroPIsTheIdentity) {

@@ -153,6 +153,11 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 /// `training`; the identity otherwise. The mask comes from `gen`'s Philox stream
 /// (the default generator when null), so it is reproducible on any device.
 Tensor dropout(const Tensor& x, float p, bool training = true, Generator* gen = nullptr);
+/// `residual + dropout(x, p, training, gen)`, the same values and mask, in one pass over
+/// the three tensors when they share shape and dtype (a transformer block's residual
+/// stream); as the two ops otherwise.
+Tensor dropout_add(const Tensor& residual, const Tensor& x, float p, bool training = true,
+                   Generator* gen = nullptr);
 /// @}
 
 /// @name Fused ops

@@ -24,9 +24,14 @@ void check_dropout(const char* op, float p, const Tensor& in, const char* in_nam
 
 }  // namespace
 
-void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y) {
+void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y,
+                     const Tensor& residual) {
   check_dropout("dropout", p, x, "x", y, "output");
-  dropout_forward_stub(x.device(), x, p, seed, offset, y);
+  if (residual.defined()) {
+    check_same_device("dropout", {&x, &residual});
+    check_tensor("dropout", residual, "residual", x.dtype(), x.sizes());
+  }
+  dropout_forward_stub(x.device(), x, p, seed, offset, y, residual);
 }
 
 void dropout_backward(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,

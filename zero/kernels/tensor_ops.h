@@ -181,8 +181,11 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
 /// Input and output share one dtype (F32, BF16 or F16), scaled in float.
 /// @{
 
-/// `y = x * mask / (1 - p)`.
-void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y);
+/// `y = x * mask / (1 - p)`, or with a `residual` of x's shape and dtype
+/// `y = residual + x * mask / (1 - p)` in one pass, with the bits of the two ops (the
+/// dropped value rounded to the dtype, then the sum rounded once).
+void dropout_forward(const Tensor& x, float p, uint64_t seed, uint64_t offset, const Tensor& y,
+                     const Tensor& residual = Tensor());
 /// `grad_x = grad_y * mask / (1 - p)`.
 void dropout_backward(const Tensor& grad_y, float p, uint64_t seed, uint64_t offset,
                       const Tensor& grad_x);

@@ -43,11 +43,10 @@ void CausalSelfAttention::Heads_(const Tensor& x, Tensor& q, Tensor& k, Tensor& 
 }
 
 // y [B, T, C] holds the heads side by side. The residual, when given, goes into c_proj's
-// GEMM unless a dropout must come between them.
+// GEMM unless a dropout must come between them; then into the dropout's pass.
 Tensor CausalSelfAttention::Output_(const Tensor& y, const Tensor& residual) const {
   if (residual.defined() && !resid_dropout_->active()) return c_proj_->Forward(y, residual);
-  const Tensor out = resid_dropout_->Forward(c_proj_->Forward(y));  // (B, T, C)
-  return residual.defined() ? residual + out : out;
+  return resid_dropout_->Forward(c_proj_->Forward(y), residual);  // (B, T, C)
 }
 
 Tensor CausalSelfAttention::Forward(const Tensor& x, const Tensor& residual) const {
@@ -99,7 +98,7 @@ Tensor MLP::Forward(const Tensor& x, const Tensor& residual) const {
                        cast(c_proj_->weight()), cast(c_proj_->bias()),
                        fused ? to_dtype(residual, dt) : Tensor());  // (B, T, C)
   if (fused) return y;
-  return residual.defined() ? residual + dropout_->Forward(y) : dropout_->Forward(y);
+  return dropout_->Forward(y, residual);  // residual + dropout(y), one pass where they match
 }
 
 // ---------------------------------------------------------------- block

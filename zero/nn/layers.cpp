@@ -56,4 +56,9 @@ Dropout::Dropout(float p, Generator* gen) : p_(p), gen_(gen) {
 
 Tensor Dropout::Forward(const Tensor& x) const { return dropout(x, p_, is_training(), gen_); }
 
+Tensor Dropout::Forward(const Tensor& x, const Tensor& residual) const {
+  if (!residual.defined()) return Forward(x);
+  return dropout_add(residual, x, p_, is_training(), gen_);
+}
+
 }  // namespace zero::nn

@@ -86,6 +86,9 @@ class Dropout : public Module {
   explicit Dropout(float p, Generator* gen = nullptr);
   /// x -> same shape.
   Tensor Forward(const Tensor& x) const;
+  /// residual + Forward(x), in one pass where the two share shape and dtype
+  /// (`dropout_add`); Forward(x) when `residual` is undefined.
+  Tensor Forward(const Tensor& x, const Tensor& residual) const;
   /// The drop probability.
   float p() const { return p_; }
   /// Whether Forward drops anything: training, with p > 0. Otherwise it is the identity.

@@ -24,11 +24,12 @@ namespace autograd {
 // grad_pre) until c_proj's weight gradient is made, one more than if the hidden layer
 // were made alone first; for GPT-2 in BF16 that is 50 MB beside the 3.8 GB of the step's
 // peak. llm.c trades the same way (its `recompute` setting).
-// The recomputed layer is gelu(pre) of the stored pre. On the CPU that is how the
-// forward made it too, so the two agree bit for bit. On CUDA the forward's came from
-// cuBLASLt's GeLU epilogue, evaluated on the FP32 pre before it was rounded (Note [GeLU
-// in the GEMM's epilogue] in kernels/cuda/gelu_epilogue.cu): in FP32 the two differ by
-// cuBLASLt's evaluation of tanh, in 16 bits by at most about one rounding of the layer.
+// The recomputed layer is gelu(pre) of the stored pre. On the CPU, and on CUDA in IEEE
+// FP32 and TF32, that is how the forward made it too, so the two agree bit for bit.
+// Otherwise the forward's came from cuBLASLt's GeLU epilogue, evaluated on the FP32 pre
+// before it was rounded (Note [GeLU in the GEMM's epilogue] in
+// kernels/cuda/gelu_epilogue.cu): with FP32 tensors the two differ by cuBLASLt's
+// evaluation of tanh, in 16 bits by at most about one rounding of the layer.
 // The second Linear's weight gradient is then that of a hidden layer this close to the
 // forward's.
 

@@ -92,13 +92,14 @@ std::vector<Tensor> OpEmbedding::Backward_(const std::vector<Tensor>& grad) {
 
 std::vector<Tensor> OpDropout::OpValue_(const std::vector<Tensor>& in) {
   Tensor y = Tensor::Empty(in[0].sizes(), in[0].options());
-  ops::dropout_forward(in[0], p_, seed_, offset_, y);
+  ops::dropout_forward(in[0], p_, seed_, offset_, y, in.size() > 1 ? in[1] : Tensor());
   return {y};
 }
 
 std::vector<Tensor> OpDropout::Backward_(const std::vector<Tensor>& grad) {
   Tensor grad_x = Tensor::Empty(grad[0].sizes(), grad[0].options());
   ops::dropout_backward(grad[0].Contiguous(), p_, seed_, offset_, grad_x);
+  if (inputs().size() > 1) return {grad_x, grad[0]};  // d(residual + ...)/d residual = 1
   return {grad_x};
 }
 
@@ -117,13 +118,34 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   return RunOp<autograd::OpEmbedding>({weight, ids});
 }
 
-Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {
-  ZERO_CHECK(p >= 0.0f && p < 1.0f, "dropout: expected a drop probability p in [0, 1), got ", p,
+namespace {
+
+void check_drop_probability(const char* op, float p) {
+  ZERO_CHECK(p >= 0.0f && p < 1.0f, op, ": expected a drop probability p in [0, 1), got ", p,
              p == 1.0f ? " (p = 1 would drop everything and scale by 1/0: use p < 1)" : "");
+}
+
+}  // namespace
+
+Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {
+  check_drop_probability("dropout", p);
   if (!training || p == 0.0f) return x;
   Generator& g = gen ? *gen : default_generator();
   const uint64_t offset = g.Reserve(static_cast<uint64_t>(x.numel()));
   return RunOp<autograd::OpDropout>({x.Contiguous()}, p, g.seed(), offset);
+}
+
+Tensor dropout_add(const Tensor& residual, const Tensor& x, float p, bool training,
+                   Generator* gen) {
+  check_drop_probability("dropout_add", p);
+  if (!training || p == 0.0f || residual.sizes() != x.sizes() ||
+      residual.dtype() != x.dtype() || residual.device() != x.device()) {
+    return residual + dropout(x, p, training, gen);
+  }
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t offset = g.Reserve(static_cast<uint64_t>(x.numel()));
+  return RunOp<autograd::OpDropout>({x.Contiguous(), residual.Contiguous()}, p, g.seed(),
+                                    offset);
 }
 
 }  // namespace zero

@@ -61,7 +61,8 @@ class OpEmbedding : public TensorOp {
 /// backward regenerates the mask rather than keeping a tensor of it.
 class OpDropout : public TensorOp {
  public:
-  /// `p` in [0, 1); the caller has reserved `x.numel()` words from `offset` on.
+  /// `p` in [0, 1); the caller has reserved `x.numel()` words from `offset` on. Inputs
+  /// {x} give dropout(x); {x, residual} (one shape, one dtype) give residual + dropout(x).
   OpDropout(float p, uint64_t seed, uint64_t offset) : p_(p), seed_(seed), offset_(offset) {}
   /// "OpDropout".
   const char* name() const override { return "OpDropout"; }
@@ -69,9 +70,10 @@ class OpDropout : public TensorOp {
  protected:
   /// Calls `ops::dropout_forward`.
   std::vector<Tensor> OpValue_(const std::vector<Tensor>& inputs) override;
-  /// Calls `ops::dropout_backward` with the same (seed, offset).
+  /// Calls `ops::dropout_backward` with the same (seed, offset); a residual's gradient is
+  /// the output's.
   std::vector<Tensor> Backward_(const std::vector<Tensor>& grad_outputs) override;
-  /// False: the mask is made again from (seed, offset), not read from x.
+  /// False: the mask is made again from (seed, offset), not read from x or the residual.
   bool KeepsInput_(size_t /*i*/) const override { return false; }
 
  private:

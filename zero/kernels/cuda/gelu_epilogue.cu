@@ -2,7 +2,8 @@
 // (CUBLASLT_EPILOGUE_GELU_AUX_BIAS), which saves an element-wise pass over the [N, 4C]
 // hidden layer, and the backward's GeLU derivative and recomputed hidden layer in one
 // element-wise pass after the GEMM. Both fall back on the unfused kernels, which are
-// also what the IEEE FP32 forward runs (the epilogue's GeLU is not IEEE FP32).
+// also what the IEEE FP32 forward runs (the epilogue's GeLU is not IEEE FP32) and the
+// TF32 forward (cuBLASLt runs that epilogue as a kernel of its own).
 // The cuBLASLt calls themselves are blas_lt.cu's (blas_common.cuh).
 #include <type_traits>
 
@@ -49,9 +50,13 @@ void linear_gelu_forward_cuda(const Tensor& x, const Tensor& weight, const Tenso
   // FP32 in the default IEEE mode runs the unfused ops: the epilogue's GeLU is not
   // IEEE FP32 (above), and the default promises FP32 inside. Split TF32
   // (MX_FAST_MATMUL=3xtf32, a large FP32 GEMM) does too: its GEMM goes through
-  // split_tf32_gemm, whose interface carries the bias but no aux output. The fallback
-  // computes the same pre as the Linear of the mode.
-  const bool unfused = f32 && (matmul_precision() == MatmulPrecision::kIeee ||
+  // split_tf32_gemm, whose interface carries the bias but no aux output. So does TF32:
+  // cuBLASLt's TF32 kernels add the bias in the tile but leave a GeLU epilogue to a
+  // kernel of its own after the GEMM (epilogue::globalKernel in a profile), which reads
+  // the GEMM's output and writes y and pre, where the GeLU kernel reads pre and writes
+  // y: a [N, 4C] write less. The fallback computes the same pre as the Linear of the mode.
+  const MatmulPrecision mode = matmul_precision();
+  const bool unfused = f32 && (mode == MatmulPrecision::kIeee || mode == MatmulPrecision::kTf32 ||
                                cuda::split_tf32_pays(device, n_out, n, in));
   // y^T and pre^T (n_out x n, column-major) = W (stored in x n_out: transposed) x^T.
   if (in > 0 && !unfused &&
