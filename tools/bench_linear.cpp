@@ -6,13 +6,15 @@
 // plus, for split TF32, the passes that write the pieces of x for the forward and of g
 // for the weight gradient (the latter also transposes it: split_tf32.cuh).
 //
-//   bench_linear
+//   bench_linear [mode ...]      (ieee, 3xtf32, tf32; default: all three)
 //
 // Why it exists: in a training step the backward's GEMMs ran at a much lower rate than
 // the forward's (docs/speed_notes.md). This says which GEMM, in which mode, and how
 // much of split TF32's time is the split itself. Prints the median ms of each and its
 // rate in TFLOP/s of the layer's own 2 N in out flops.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "tools/gpu_median.h"
 #include "zero/kernels/precision.h"
@@ -22,7 +24,7 @@
 using namespace zero;
 using tools::median_gpu_ms;
 
-int main() {
+int main(int argc, char** argv) {
   if (!cuda_available()) {
     std::printf("[skipped] needs a CUDA device\n");
     return 0;
@@ -36,7 +38,9 @@ int main() {
   const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
   std::printf("%-16s %-6s %18s %18s %18s %10s %10s\n", "shape", "mode", "forward ms TF/s",
               "grad_x ms TF/s", "grad_w,b ms TF/s", "split x ms", "split g ms");
-  for (const char* mode : {"ieee", "3xtf32", "tf32"}) {
+  std::vector<std::string> modes(argv + 1, argv + argc);
+  if (modes.empty()) modes = {"ieee", "3xtf32", "tf32"};
+  for (const std::string& mode : modes) {
     set_matmul_precision(parse_matmul_precision(mode));
     for (const Shape& s : shapes) {
       const Tensor x = Tensor::Randn({s.n, s.in}, gpu), w = Tensor::Randn({s.out, s.in}, gpu);
@@ -47,9 +51,9 @@ int main() {
       const float fwd = median_gpu_ms([&] { ops::linear_forward(x, w, b, y); });
       const float bx = median_gpu_ms([&] { ops::matmul(g, w, gx); });
       const float bw = median_gpu_ms([&] { ops::linear_backward_params(g, x, gw, gb); });
-      std::printf("%-16s %-6s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode, fwd,
+      std::printf("%-16s %-6s %8.3f %9.1f %8.3f %9.1f %8.3f %9.1f", s.name, mode.c_str(), fwd,
                   gflop / fwd, bx, gflop / bx, bw, gflop / bw);
-      if (std::string(mode) == "3xtf32") {
+      if (mode == "3xtf32") {
         // x as the forward hands it to cuBLASLt (B, not transposed, in x n: already
         // K-major), and g as the weight gradient does (B, transposed: split and transposed).
         const float split_x = median_gpu_ms([&] {
