@@ -5,6 +5,7 @@
 // TF32 product, and must not be SGEMM in disguise. The shapes are above kSplitMinMacs,
 // and the layouts cover every way blas.cu and blas_lt.cu hand an operand to cuBLAS.
 #include <cmath>
+#include <cstdlib>
 
 #include "tests/support/test_support.h"
 #include "zero/kernels/precision.h"
@@ -177,6 +178,34 @@ TEST(LinearLongReductionCudaTest, WeightAndBiasGradientsMatchTheCpuInEveryMode) 
       EXPECT_LT(testing::max_relative_error(gbc, gb), 1e-5) << mode.name << ", width " << width;
     }
   }
+  clear_matmul_precision();
+}
+
+// The TF32 weight gradient with each operand choice of Note [K-major weight gradients in
+// TF32]: 4100 rows, so the 32 x 32 tiles of the transposed copies end inside the matrix,
+// against the CPU in FP32; the bias gradient then a column sum of its own.
+TEST(LinearLongReductionCudaTest, Tf32KMajorCopiesGiveTheSameGradients) {
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
+  if (!tf32_supported(0)) GTEST_SKIP() << "needs TF32 Tensor Cores (sm_80 or newer)";
+  Generator gen(10);
+  const Tensor g = Tensor::Randn({4100, 72}, TensorOption(), &gen);
+  const Tensor x = Tensor::Randn({4100, 40}, TensorOption(), &gen);
+  const Tensor gw = Tensor::Empty({72, 40}), gb = Tensor::Empty({72});
+  ops::linear_backward_params(g, x, gw, gb);
+  const TensorOption cuda = TensorOption().OnDevice(Device::Cuda(0));
+  set_matmul_precision(MatmulPrecision::kTf32);
+  for (const char* choice : {"nt", "g", "x", "both"}) {
+    setenv("ZERO_TF32_WEIGHT_GRAD", choice, 1);
+    const Tensor gwc = Tensor::Empty({72, 40}, cuda), gbc = Tensor::Empty({72}, cuda);
+    ops::linear_backward_params(g.Cuda(), x.Cuda(), gwc, gbc);
+    EXPECT_LT(testing::max_relative_error(gwc, gw), 5e-3) << choice;
+    EXPECT_LT(testing::max_relative_error(gbc, gb), 1e-5) << choice;
+  }
+  setenv("ZERO_TF32_WEIGHT_GRAD", "rows", 1);
+  const Tensor gwc = Tensor::Empty({72, 40}, cuda), gbc = Tensor::Empty({72}, cuda);
+  testing::expect_error_mentions([&] { ops::linear_backward_params(g.Cuda(), x.Cuda(), gwc, gbc); },
+                                 {"ZERO_TF32_WEIGHT_GRAD", "nt, g, x or both", "rows"});
+  unsetenv("ZERO_TF32_WEIGHT_GRAD");
   clear_matmul_precision();
 }
 

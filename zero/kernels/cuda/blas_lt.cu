@@ -322,13 +322,27 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   // the GEMM, which column_sums (column_sum.cu) matches.
   const int device = x.device().index();
   const bool f32 = x.dtype() == DataType::F32;
-  const bool fuse_bias =
-      grad_bias.defined() && f32 && !cuda::split_tf32_pays(device, in, n_out, n);
+  // In TF32, x^T [in, n] (op(A) = A^T) or g^T [n_out, n] (op(B) = B) copied first (Note
+  // [K-major weight gradients in TF32], split_tf32.cuh); the bias gradient is then a
+  // column sum of its own, as under split TF32.
+  const bool split = cuda::split_tf32_pays(device, in, n_out, n);
+  const cuda::KMajor k_major = f32 && grad_weight.defined() && !split
+                                   ? cuda::tf32_k_major(n, in, n_out)
+                                   : cuda::KMajor::kNone;
+  const bool fuse_bias = grad_bias.defined() && f32 && !split && k_major == cuda::KMajor::kNone;
   const cublasLtEpilogue_t epilogue = fuse_bias ? CUBLASLT_EPILOGUE_BGRADB
                                                 : CUBLASLT_EPILOGUE_DEFAULT;
+  Tensor x_t, g_t;
+  if (k_major == cuda::KMajor::kInput || k_major == cuda::KMajor::kBoth) {
+    x_t = cuda::k_major_copy(x.data_ptr<float>(), n, in, device);  // (in, n)
+  }
+  if (k_major == cuda::KMajor::kGrad || k_major == cuda::KMajor::kBoth) {
+    g_t = cuda::k_major_copy(grad_out.data_ptr<float>(), n, n_out, device);  // (n_out, n)
+  }
   if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0 &&
-      (f32 ? cuda::lt_matmul(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
-                             x.data_ptr<float>(), grad_out.data_ptr<float>(),
+      (f32 ? cuda::lt_matmul(device, /*trans_a=*/x_t.defined(), /*trans_b=*/!g_t.defined(), in,
+                             n_out, n, (x_t.defined() ? x_t : x).data_ptr<float>(),
+                             (g_t.defined() ? g_t : grad_out).data_ptr<float>(),
                              grad_weight.data_ptr<float>(), epilogue,
                              fuse_bias ? grad_bias.data_ptr<float>() : nullptr)
            : cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,

@@ -1,5 +1,7 @@
 // The operand split of Note [FP32 GEMMs on TF32 Tensor Cores] (split_tf32.cuh).
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
@@ -47,11 +49,13 @@ __global__ void split_columns_kernel(const float* __restrict__ x, int64_t ld, in
 }
 
 // The same source, for a reduction that runs across the columns (lines is k): the output
-// is its transpose, row i of the source becoming the 3 lines floats at out + 3 lines i.
-// A 32 x 32 tile goes through shared memory so that both the reads (down a column) and
-// the writes (along a row) are coalesced; the padding column keeps the transposed reads
-// of the tile free of bank conflicts. Block: 32 x 8 threads; grid.y strides over the
-// columns, so any k fits.
+// is its transpose, row i of the source becoming the kPieces lines floats at
+// out + kPieces lines i (kPieces 3: the pieces above; 1: the values themselves, for
+// k_major_copy). A 32 x 32 tile goes through shared memory so that both the reads (down
+// a column) and the writes (along a row) are coalesced; the padding column keeps the
+// transposed reads of the tile free of bank conflicts. Block: 32 x 8 threads; grid.y
+// strides over the columns, so any k fits.
+template <int kPieces>
 __global__ void split_transpose_kernel(const float* __restrict__ x, int64_t ld, int64_t lines,
                                        int64_t len, float* __restrict__ out,
                                        unsigned small_mask) {
@@ -67,12 +71,25 @@ __global__ void split_transpose_kernel(const float* __restrict__ x, int64_t ld, 
       const int64_t i = i0 + r, c = c0 + threadIdx.x;
       if (i >= len || c >= lines) continue;
       const float v = tile[threadIdx.x][r];
-      float* o = out + 3 * lines * i + c;
+      float* o = out + kPieces * lines * i + c;
+      if constexpr (kPieces == 1) {
+        *o = v;
+      } else {
 #pragma unroll
-      for (int j = 0; j < 3; ++j) o[j * lines] = piece(v, j, small_mask);
+        for (int j = 0; j < kPieces; ++j) o[j * lines] = piece(v, j, small_mask);
+      }
     }
     __syncthreads();  // the tile is refilled by the next column block
   }
+}
+
+template <int kPieces>
+void launch_transpose(const float* x, int64_t ld, int64_t lines, int64_t len, float* out,
+                      unsigned small_mask) {
+  const dim3 grid(static_cast<unsigned>((len + 31) / 32),
+                  static_cast<unsigned>(std::min<int64_t>((lines + 31) / 32, 65535)));
+  split_transpose_kernel<kPieces><<<grid, dim3(32, 8), 0, current_stream()>>>(x, ld, lines, len,
+                                                                             out, small_mask);
 }
 
 }  // namespace
@@ -93,10 +110,7 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
   const unsigned small_mask = second ? 0b010u : 0b001u;  // A: small big big; B: big small big
   float* o = out.pieces.data_ptr<float>();
   if (!reduce_inner) {
-    const dim3 grid(static_cast<unsigned>((len + 31) / 32),
-                    static_cast<unsigned>(std::min<int64_t>((lines + 31) / 32, 65535)));
-    split_transpose_kernel<<<grid, dim3(32, 8), 0, current_stream()>>>(x, ld, lines, len, o,
-                                                                      small_mask);
+    launch_transpose<3>(x, ld, lines, len, o, small_mask);
   } else if (len % 4 == 0 && ld % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
     split_columns_kernel<4><<<grid_for(lines * len, 4), kBlock, 0, current_stream()>>>(
         x, ld, lines, len, o, small_mask);
@@ -104,6 +118,29 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
     split_columns_kernel<1><<<grid_for(lines * len), kBlock, 0, current_stream()>>>(
         x, ld, lines, len, o, small_mask);
   }
+  ZERO_CUDA_CHECK(cudaGetLastError());
+  return out;
+}
+
+KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out) {
+  if (matmul_precision() != MatmulPrecision::kTf32 || rows < kKMajorMinRows ||
+      rows < in || rows < out) {
+    return KMajor::kNone;
+  }
+  const char* env = std::getenv("ZERO_TF32_WEIGHT_GRAD");
+  const std::string choice = env == nullptr ? "g" : env;
+  if (choice == "nt") return KMajor::kNone;
+  if (choice == "g") return KMajor::kGrad;
+  if (choice == "x") return KMajor::kInput;
+  if (choice == "both") return KMajor::kBoth;
+  ZERO_CHECK(false, "ZERO_TF32_WEIGHT_GRAD: expected nt, g, x or both, got '", choice, "'");
+  return KMajor::kNone;
+}
+
+Tensor k_major_copy(const float* x, int64_t lines, int64_t len, int device) {
+  Tensor out = Tensor::Empty({len, lines}, TensorOption().OnDevice(Device::Cuda(device)));
+  if (out.numel() == 0) return out;
+  launch_transpose<1>(x, len, lines, len, out.data_ptr<float>(), 0u);
   ZERO_CUDA_CHECK(cudaGetLastError());
   return out;
 }

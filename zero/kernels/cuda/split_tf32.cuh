@@ -70,4 +70,26 @@ struct SplitOperand {
 SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, int64_t k,
                         int64_t ld, int device);
 
+// Note [K-major weight gradients in TF32]
+// A Linear's weight gradient g^T x sums over the rows of g [N, out] and x [N, in], which
+// run along that sum with a stride. In one TF32 product (MX_FAST_MATMUL=tf32) cuBLASLt's
+// kernels for that layout ran at about 150 TFLOP/s on an H100 where the forward's, both
+// operands contiguous along the sum, ran at 300; a GEMM with one operand each way (the
+// input gradients') ran at 300 too. So from kKMajorMinRows rows on, the weight gradient
+// first copies one operand transposed, K-major: g (the default), x, or both, by the
+// environment variable ZERO_TF32_WEIGHT_GRAD (nt: neither, as before). The copy costs a
+// pass over the operand (read and write) and a temporary of its size.
+constexpr int64_t kKMajorMinRows = 2048;
+
+enum class KMajor { kNone, kGrad, kInput, kBoth };
+
+// Which operands of the weight gradient of a Linear with `rows` rows, `in` inputs and
+// `out` outputs to copy K-major: kNone unless the mode is TF32 and the rows are at least
+// kKMajorMinRows and outnumber in and out.
+KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out);
+
+// The transpose of a column-major matrix of `lines` columns of `len` packed floats (a
+// row-major [lines, len] matrix): a row-major [len, lines] tensor on GPU `device`.
+Tensor k_major_copy(const float* x, int64_t lines, int64_t len, int device);
+
 }  // namespace zero::ops::cuda
