@@ -194,7 +194,7 @@ TEST(LinearLongReductionCudaTest, Tf32KMajorCopiesGiveTheSameGradients) {
   ops::linear_backward_params(g, x, gw, gb);
   const TensorOption cuda = TensorOption().OnDevice(Device::Cuda(0));
   set_matmul_precision(MatmulPrecision::kTf32);
-  for (const char* choice : {"nt", "g", "x", "both"}) {
+  for (const char* choice : {"nt", "g", "x", "both", "auto"}) {
     setenv("ZERO_TF32_WEIGHT_GRAD", choice, 1);
     const Tensor gwc = Tensor::Empty({72, 40}, cuda), gbc = Tensor::Empty({72}, cuda);
     ops::linear_backward_params(g.Cuda(), x.Cuda(), gwc, gbc);
@@ -204,7 +204,7 @@ TEST(LinearLongReductionCudaTest, Tf32KMajorCopiesGiveTheSameGradients) {
   setenv("ZERO_TF32_WEIGHT_GRAD", "rows", 1);
   const Tensor gwc = Tensor::Empty({72, 40}, cuda), gbc = Tensor::Empty({72}, cuda);
   testing::expect_error_mentions([&] { ops::linear_backward_params(g.Cuda(), x.Cuda(), gwc, gbc); },
-                                 {"ZERO_TF32_WEIGHT_GRAD", "nt, g, x or both", "rows"});
+                                 {"ZERO_TF32_WEIGHT_GRAD", "nt, g, x, both or auto", "rows"});
   unsetenv("ZERO_TF32_WEIGHT_GRAD");
   clear_matmul_precision();
 }

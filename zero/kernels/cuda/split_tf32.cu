@@ -130,10 +130,11 @@ KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out) {
   const char* env = std::getenv("ZERO_TF32_WEIGHT_GRAD");
   const std::string choice = env == nullptr ? "g" : env;
   if (choice == "nt") return KMajor::kNone;
+  if (choice == "auto") return out <= in ? KMajor::kGrad : KMajor::kInput;  // the smaller copy
   if (choice == "g") return KMajor::kGrad;
   if (choice == "x") return KMajor::kInput;
   if (choice == "both") return KMajor::kBoth;
-  ZERO_CHECK(false, "ZERO_TF32_WEIGHT_GRAD: expected nt, g, x or both, got '", choice, "'");
+  ZERO_CHECK(false, "ZERO_TF32_WEIGHT_GRAD: expected nt, g, x, both or auto, got '", choice, "'");
   return KMajor::kNone;
 }
 
