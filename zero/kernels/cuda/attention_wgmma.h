@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "zero/core/tensor.h"
+#include "zero/kernels/attention_dropout.h"
 
 namespace zero::ops {
 
@@ -13,15 +14,15 @@ namespace zero::ops {
 // and `writes` starting on 16 bytes, with strides of whole 16-byte moves (`writes`,
 // stored two values at a time, of 4-byte ones: flash::vectors_ok); on an sm_90 GPU,
 // with ZERO_ATTENTION_WGMMA not set to 0 in the environment (which keeps the mma.sync
-// kernels, to compare). Dropout is the caller's to rule out.
+// kernels, to compare). Dropout is the caller's to rule out where a kernel does not take it.
 bool attention_wgmma_applies(const Tensor& q, std::initializer_list<const Tensor*> reads,
                              std::initializer_list<const Tensor*> writes);
 
 // attention.cu's forward on wgmma (Note [Attention on warpgroups] in
-// sm90/attention_forward_wgmma.cu), when attention_wgmma_applies and there is no
-// dropout. Returns false, having done nothing, otherwise.
+// sm90/attention_forward_wgmma.cu), with `drop`'s dropout, when attention_wgmma_applies.
+// Returns false, having done nothing, otherwise.
 bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                             const Tensor& out, const Tensor& lse);
+                             const AttentionDropout& drop, const Tensor& out, const Tensor& lse);
 
 // The dK, dV kernel of attention_backward.cu on wgmma (Note [Attention backward on
 // warpgroups] in sm90/attention_backward_wgmma.cu), with that file's per-query (lse,
