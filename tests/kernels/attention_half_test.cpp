@@ -163,12 +163,12 @@ TEST(AttentionHalfCudaTest, TileEdgesAgainstTheFp32Kernels) {
 
 // The 16-bit forward and backward at D = 64, which on an sm_90 GPU run on warpgroup
 // products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu and its
-// backward's; with dropout the forward alone; on other GPUs these cases take the
-// mma.sync kernels), on the GPT's packed layout: q, k and v column ranges of [B, T, 3C]
-// tensors, the output written into [B, T, C] and the gradients into [B, T, 3C]. Lengths
-// on and around the 128-row tiles, a long causal run, fewer queries than keys, with and
-// without dropout (the char model's T = 256 among them); against the FP32 kernels on the
-// same (widened) operands and the same mask.
+// backward's; on other GPUs these cases take the mma.sync kernels), on the GPT's packed
+// layout: q, k and v column ranges of [B, T, 3C] tensors, the output written into
+// [B, T, C] and the gradients into [B, T, 3C]. Lengths on and around the 128-row tiles,
+// a long causal run, fewer queries than keys, with and without dropout (the char
+// model's T = 256 among them); against the FP32 kernels on the same (widened) operands
+// and the same mask.
 TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
   struct Case { int64_t tq, tk; bool causal; float p; };
