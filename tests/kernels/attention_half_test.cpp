@@ -161,19 +161,23 @@ TEST(AttentionHalfCudaTest, TileEdgesAgainstTheFp32Kernels) {
   }
 }
 
-// The 16-bit forward and backward at D = 64 without dropout, which on an sm_90 GPU run
-// on warpgroup products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu
-// and its backward's; on other GPUs these cases take the mma.sync kernels), on the GPT's
-// packed layout: q, k and v column ranges of [B, T, 3C] tensors, the output written into
+// The 16-bit forward and backward at D = 64, which on an sm_90 GPU run on warpgroup
+// products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu and its
+// backward's; on other GPUs these cases take the mma.sync kernels), on the GPT's packed
+// layout: q, k and v column ranges of [B, T, 3C] tensors, the output written into
 // [B, T, C] and the gradients into [B, T, 3C]. Lengths on and around the 128-row tiles,
-// a long causal run, fewer queries than keys; against the FP32 kernels on the same
-// (widened) operands.
+// a long causal run, fewer queries than keys, with and without dropout (the char
+// model's T = 256 among them); against the FP32 kernels on the same (widened) operands
+// and the same mask.
 TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
   if (!cuda_available()) GTEST_SKIP() << "needs a CUDA device";
-  struct Case { int64_t tq, tk; bool causal; };
-  const Case cases[] = {{1, 1, true},    {1, 2, true},       {127, 127, true},
-                        {129, 129, true}, {300, 300, false},  {1024, 1024, true},
-                        {70, 333, true},  {100, 256, false}};
+  struct Case { int64_t tq, tk; bool causal; float p; };
+  const Case cases[] = {{1, 1, true, 0.0f},        {1, 2, true, 0.0f},
+                        {127, 127, true, 0.0f},    {129, 129, true, 0.0f},
+                        {300, 300, false, 0.0f},   {1024, 1024, true, 0.0f},
+                        {70, 333, true, 0.0f},     {100, 256, false, 0.0f},
+                        {256, 256, true, 0.1f},    {301, 301, false, 0.2f},
+                        {71, 333, true, 0.1f},     {1, 2, true, 0.1f}};
   constexpr int64_t B = 2, H = 3, D = 64, C = H * D;
   const TensorOption on = TensorOption().OnDevice(Device::Cuda(0));
   // Part i (q, k, v) of a packed [B, T, 3C] tensor as [B, H, T, D] heads.
@@ -183,7 +187,7 @@ TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
   Generator gen(12);
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "Tq " << c.tq << " Tk " << c.tk
-                                      << (c.causal ? " causal" : ""));
+                                      << (c.causal ? " causal" : "") << " p " << c.p);
     const Tensor queries = Tensor::Randn({B, c.tq, 3 * C}, on, &gen);  // q in part 0
     const Tensor keys = Tensor::Randn({B, c.tk, 3 * C}, on, &gen);     // k, v in parts 1, 2
     const Tensor grad_y = Tensor::Randn({B, c.tq, C}, on, &gen);
@@ -194,10 +198,10 @@ TEST(AttentionHalfCudaTest, PackedLayoutAgainstTheFp32Kernels) {
       const Tensor y = Tensor::Empty({B, c.tq, C}, like), lse = Tensor::Empty({B, H, c.tq}, on);
       const Tensor gx = Tensor::Zeros(x.sizes(), like), gz = Tensor::Zeros(z.sizes(), like);
       const Tensor out = y.View({B, c.tq, H, D}).Transpose(1, 2);
-      ops::attention_forward(heads(x, 0), heads(z, 1), heads(z, 2), c.causal, 0.0f, 0, 0, out,
+      ops::attention_forward(heads(x, 0), heads(z, 1), heads(z, 2), c.causal, c.p, 7, 3, out,
                              lse);
       ops::attention_backward(heads(x, 0), heads(z, 1), heads(z, 2), out, lse,
-                              gy.View({B, c.tq, H, D}).Transpose(1, 2), c.causal, 0.0f, 0, 0,
+                              gy.View({B, c.tq, H, D}).Transpose(1, 2), c.causal, c.p, 7, 3,
                               heads(gx, 0), heads(gz, 1), heads(gz, 2));
       return std::vector<Tensor>{y, lse, gx, gz};
     };

@@ -23,8 +23,9 @@ class AttentionTest : public testing::DeviceTest {};
 // The CUDA kernels draw a 2 x 2 square of dropout factors from one Philox block. Each
 // factor must be the documented stream word's (attention_dropout.h), written here as a
 // word index: the offset rounded up to 4 words, then 4 words per square, the squares of
-// a slice row by row. Odd Tq and Tk give the last square of a row or column two unused
-// words. The call's stream must cover every word it draws.
+// a slice row by row; the kept flags of square_bits likewise. Odd Tq and Tk give the last
+// square of a row or column two unused words. The call's stream must cover every word it
+// draws.
 TEST(AttentionDropoutTest, FactorsAreTheDocumentedStreamWords) {
   constexpr uint64_t kSeed = 1234;
   constexpr int64_t kSlices = 2, kTq = 5, kTk = 7;
@@ -45,6 +46,9 @@ TEST(AttentionDropoutTest, FactorsAreTheDocumentedStreamWords) {
             float square[4];
             drop.square(bh, i / 2, j / 2, square);
             ASSERT_EQ(square[2 * (i % 2) + j % 2], expected);
+            const uint32_t bits = drop.square_bits(bh, i / 2, j / 2);  // the wgmma kernels'
+            ASSERT_EQ((bits >> (2 * (i % 2) + j % 2) & 1u) != 0, expected != 0.0f);
+            ASSERT_EQ(bits >> 4, 0u);
             dropped += expected == 0.0f;
           }
         }

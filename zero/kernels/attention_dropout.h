@@ -46,9 +46,18 @@ struct AttentionDropout {
       f[0] = f[1] = f[2] = f[3] = 1.0f;
       return;
     }
+    const uint32_t bits = square_bits(bh, a, c);
+    for (int w = 0; w < 4; ++w) f[w] = (bits >> w & 1u) != 0 ? keep : 0.0f;
+  }
+
+  /// The same square as kept flags: bit 2 x + y is set where probability (2a + x, 2c + y)
+  /// is kept (its factor 1/(1 - p)). Draws even when p = 0 (all bits then set).
+  ZERO_HOST_DEVICE uint32_t square_bits(int64_t bh, int64_t a, int64_t c) const {
     const uint64_t block = first_block + static_cast<uint64_t>((bh * half_tq + a) * half_tk + c);
     const PhiloxBlock words = philox4x32(block, seed);
-    for (int w = 0; w < 4; ++w) f[w] = philox_word_to_uniform(words.x[w]) >= p ? keep : 0.0f;
+    uint32_t bits = 0;
+    for (int w = 0; w < 4; ++w) bits |= (philox_word_to_uniform(words.x[w]) >= p ? 1u : 0u) << w;
+    return bits;
   }
 
   /// The factor of probability (bh, i, j) alone: f[2 (i % 2) + j % 2] of its square.

@@ -225,9 +225,9 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
   const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
-  // On an sm_90 GPU the 16-bit D = 64 forward without dropout runs on warpgroup
-  // products (Note [Attention on warpgroups] in sm90/attention_forward_wgmma.cu).
-  if (drop.p == 0.0f && attention_forward_wgmma(q, k, v, causal, out, lse)) return;
+  // On an sm_90 GPU the 16-bit D = 64 forward runs on warpgroup products (Note
+  // [Attention on warpgroups] in sm90/attention_forward_wgmma.cu), with dropout too.
+  if (attention_forward_wgmma(q, k, v, causal, drop, out, lse)) return;
   // FP32 in the ieee mode, heads of up to 64, on register tiles (Note [FP32 attention on
   // register tiles] in attention_backward_simt.cu).
   if (matmul_precision() == MatmulPrecision::kIeee &&

@@ -338,17 +338,17 @@ void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o
   const bool vectors = vectors_ok(D, {&q, &k, &v, &grad_out});
   // dQ's FP32 sum, rows kD floats apart so that every pair a thread adds is aligned.
   Tensor dq_sum = Tensor::Zeros({bh * Tq * kD}, lse.options());
-  // On an sm_90 GPU the 16-bit D = 64 backward without dropout makes dK, dV and dQ's
-  // sum on warpgroup products (Note [Attention backward on warpgroups]); FP32 in the
-  // ieee mode, up to D = 64, on register tiles (Note [FP32 attention on register tiles]).
+  // On an sm_90 GPU the 16-bit D = 64 backward makes dK, dV and dQ's sum on warpgroup
+  // products (Note [Attention backward on warpgroups]); FP32 in the ieee mode, up to
+  // D = 64, on register tiles (Note [FP32 attention on register tiles]).
   bool done = false;
   if constexpr (kA == Arith::kFp32) {
     done = attention_backward_simt(q, k, v, grad_out, stats.data_ptr<float>(),
                                    dq_sum.data_ptr<float>(), kD, causal, drop, grad_k, grad_v);
   }
-  if (!done && (drop.p != 0.0f ||
-                !attention_backward_wgmma(q, k, v, grad_out, stats.data_ptr<float>(),
-                                          dq_sum.data_ptr<float>(), causal, grad_k, grad_v))) {
+  if (!done && !attention_backward_wgmma(q, k, v, grad_out, stats.data_ptr<float>(),
+                                         dq_sum.data_ptr<float>(), causal, drop, grad_k,
+                                         grad_v)) {
     const size_t smem_kv =
         smem_bytes<kD, kA>(6, 4) + (kOwnDsTile<kD, kA> ? sizeof(E) * kTile * kLd<kTile, E> : 0);
     allow_smem(attention_backward_dkdv_kernel<kD, kA>, smem_kv);

@@ -17,7 +17,8 @@
 // rows g and g + 8 the tile rows 2g and 2g + 1: the four values are one square. The
 // permutation is free, done by the load's addressing; picking the rows out of order in
 // the fragment reads instead would cost bank conflicts. The tiles loaded in pair order are
-// those taken as A: Q and dO in the forward and dQ kernels, K and V in the dK, dV kernel.
+// those taken as A: Q and dO in the forward and dQ kernels, K and V in the dK, dV kernel,
+// and, with dropout, Q in the warpgroup forward and K and V in its backward (sm90/).
 // Their accumulator rows are then pairs too, which is why a thread (g, t) writes rows
 // 2g and 2g + 1 (`store_acc`).
 //

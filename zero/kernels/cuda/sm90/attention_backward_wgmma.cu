@@ -1,5 +1,5 @@
 // Flash attention backward's dK, dV kernel on Hopper's warpgroup products (Note [Warpgroup
-// products] in wgmma.cuh), for 16-bit operands at D = 64 without dropout. It replaces
+// products] in wgmma.cuh), for 16-bit operands at D = 64, with or without dropout. It replaces
 // only the middle kernel of attention_backward.cu: the pass before it (each query's lse
 // and delta) and the one after (dQ's FP32 sum scaled and rounded into grad_q) are that
 // file's, and so are the formulas (Note [Flash attention] in attention.cuh) and dQ's
@@ -51,6 +51,15 @@
 // thread (ptxas: 254, no spills). Shared memory: K, V (16 KB each), Q and dO three times
 // (8 KB each), two dS^T tiles a group (8 KB each), three tiles of 64 (lse, delta) pairs,
 // and dQ's share twice (18 KB each): 150.5 KB with the alignment.
+//
+// With dropout K and V are copied in pair order (Note [Attention dropout squares] in
+// attention_dropout_squares.cuh), so a thread's two key rows are 2g and 2g + 1 of its
+// warp's 16 and its two scores of each 8-query group in each row one 2 x 2 square, read
+// transposed: the factor of s[4 j + 2 x + y] is word 2 y + x of square (query pair,
+// key pair). The dS^T tiles keep that key order, which is K's in shared memory, so dQ's
+// product sums over the same keys. A step's eight squares are drawn into 32 bits before
+// it waits for its scores, while the Tensor Cores make them; dV takes P^T times the
+// factors and dS^T = P^T (dP^T times the factors - delta), as in attention_backward.cu.
 #include "zero/kernels/cuda/attention.cuh"
 #include "zero/kernels/cuda/attention_wgmma.h"
 #include "zero/kernels/cuda/sm90/wgmma.cuh"
@@ -80,13 +89,14 @@ constexpr uint32_t kDqAt = kStatsAt + kStages * kStatsTile;
 constexpr int kSmemBytes = kDqAt + 2 * kDqTile + wg::kAtomBytes;
 
 // grid = (B * H, key tiles of 128); block = two warpgroups. Thread (g, t) of warp w of
-// group G holds keys 64 G + 16 w + g and that + 8 of the block's tile, against queries
-// 8 j + 2 t + e % 2 of the query tile in s[4 j + e] (Note [Warpgroup products]).
-template <Arith kA>
+// group G holds keys 64 G + 16 w + g and that + 8 of the block's tile (with dropout,
+// kDrop: 64 G + 16 w + 2 g and that + 1), against queries 8 j + 2 t + e % 2 of the query
+// tile in s[4 j + e] (Note [Warpgroup products]).
+template <Arith kA, bool kDrop>
 __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float2* stats, Dst<kA> grad_k,
     Dst<kA> grad_v, float* dq_sum, int H, int Tq, int Tk, float scale, float score_scale,
-    bool causal) {
+    bool causal, AttentionDropout drop) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using E = Element<kA>;
   constexpr bool kBf16 = kA == Arith::kBf16;
@@ -104,7 +114,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int64_t bh = blockIdx.x;
   const int k0 = blockIdx.y * kKeys, kg = k0 + 64 * group;  // the block's, the group's first key
-  const int keys[2] = {kg + r0 + g, kg + r0 + g + 8};
+  const int keys[2] = {kg + r0 + (kDrop ? 2 * g : g), kg + r0 + (kDrop ? 2 * g + 1 : g + 8)};
   const uint64_t k_rows = wg::descriptor(base + 64 * group * wg::kRowBytes);  // the group's keys
   const uint64_t v_rows = wg::descriptor(base + kKeyTile + 64 * group * wg::kRowBytes);
   const int shift = Tk - Tq;  // query i sees keys up to i + shift (causal)
@@ -125,8 +135,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
   };
   // Step n is the query tile at q_begin + 64 n; the block has a share in every one.
   const int steps = (Tq - q_begin + kQueries - 1) / kQueries;
-  wg::copy_tile<kKeys, kBlockThreads>(base, k.slice(bh, H), k.row, k0, Tk);
-  wg::copy_tile<kKeys, kBlockThreads>(base + kKeyTile, v.slice(bh, H), v.row, k0, Tk);
+  wg::copy_tile<kKeys, kBlockThreads, kDrop>(base, k.slice(bh, H), k.row, k0, Tk);
+  wg::copy_tile<kKeys, kBlockThreads, kDrop>(base + kKeyTile, v.slice(bh, H), v.row, k0, Tk);
   if (steps > 0) load_queries(0, q_begin);
   commit_tiles();
   if (steps > 1) load_queries(1, q_begin + kQueries);
@@ -155,6 +165,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     const uint64_t q_rows = wg::descriptor(qt(buf)), do_rows = wg::descriptor(dot(buf));
     const uint32_t ds_tile = ds_at(n % 2) + group * kQueryTile;
     uint32_t p16[4][4], ds16[4][4];
+    uint32_t kept = 0;  // bit 4 j + w: word w of the square of query group j (dropout)
+    if constexpr (kDrop) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        kept |= drop.square_bits(bh, (q0 + 8 * j + 2 * t) / 2, keys[0] / 2) << 4 * j;
+      }
+    }
     // S^T and dP^T, issued at the end of the step before, are in. (Waiting for S^T
     // alone here, as the compiler cannot follow groups across the loop's back edge,
     // makes it serialize every product: ptxas C7514.)
@@ -186,9 +203,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
     // 16 kk ..), and dS^T stored into the group's tile, key rows of 64 queries.
 #pragma unroll
     for (int i = 0; i < 32; i += 2) {
-      const float d0 = p[i] * (dp[i] - delta[i / 4 * 2]);
-      const float d1 = p[i + 1] * (dp[i + 1] - delta[i / 4 * 2 + 1]);
-      p16[i / 8][i % 8 / 2] = pack16<kA>(p[i], p[i + 1]);
+      float f0 = 1.0f, f1 = 1.0f;  // the factors of s[i] (query 2 t) and s[i + 1]
+      if constexpr (kDrop) {
+        const int at = 4 * (i / 4) + i % 4 / 2;
+        f0 = (kept >> at & 1u) != 0 ? drop.keep : 0.0f;
+        f1 = (kept >> (at + 2) & 1u) != 0 ? drop.keep : 0.0f;
+      }
+      const float d0 = p[i] * (dp[i] * f0 - delta[i / 4 * 2]);
+      const float d1 = p[i + 1] * (dp[i + 1] * f1 - delta[i / 4 * 2 + 1]);
+      p16[i / 8][i % 8 / 2] = pack16<kA>(p[i] * f0, p[i + 1] * f1);
       ds16[i / 8][i % 8 / 2] = pack16<kA>(d0, d1);
     }
     // dV and dK start on the Tensor Cores while dS^T goes into its tile.
@@ -292,12 +315,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1) attention_backward_wgmma_ker
 #endif
 }
 
-template <Arith kA>
+template <Arith kA, bool kDrop>
 void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& grad_out,
-            const float* stats, float* dq_sum, bool causal, const Tensor& grad_k,
-            const Tensor& grad_v) {
+            const float* stats, float* dq_sum, bool causal, const AttentionDropout& drop,
+            const Tensor& grad_k, const Tensor& grad_v) {
   using E = Element<kA>;
-  const auto kernel = attention_backward_wgmma_kernel<kA>;
+  const auto kernel = attention_backward_wgmma_kernel<kA, kDrop>;
   ZERO_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   const dim3 grid(static_cast<unsigned>(q.size(0) * q.size(1)),
@@ -307,7 +330,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& gra
       in_view<E>(q), in_view<E>(k), in_view<E>(v), in_view<E>(grad_out),
       reinterpret_cast<const float2*>(stats), out_view<E>(grad_k), out_view<E>(grad_v), dq_sum,
       static_cast<int>(q.size(1)), static_cast<int>(q.size(2)), static_cast<int>(k.size(2)),
-      scale, exponent_scale<kA>(scale), causal);
+      scale, exponent_scale<kA>(scale), causal, drop);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -315,12 +338,18 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& gra
 
 bool attention_backward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& grad_out, const float* stats, float* dq_sum,
-                              bool causal, const Tensor& grad_k, const Tensor& grad_v) {
+                              bool causal, const AttentionDropout& drop, const Tensor& grad_k,
+                              const Tensor& grad_v) {
   if (!attention_wgmma_applies(q, {&k, &v, &grad_out}, {&grad_k, &grad_v})) return false;
-  if (q.dtype() == DataType::BF16) {
-    launch<Arith::kBf16>(q, k, v, grad_out, stats, dq_sum, causal, grad_k, grad_v);
+  const bool bf16 = q.dtype() == DataType::BF16, dropping = drop.p > 0.0f;
+  if (bf16 && dropping) {
+    launch<Arith::kBf16, true>(q, k, v, grad_out, stats, dq_sum, causal, drop, grad_k, grad_v);
+  } else if (bf16) {
+    launch<Arith::kBf16, false>(q, k, v, grad_out, stats, dq_sum, causal, drop, grad_k, grad_v);
+  } else if (dropping) {
+    launch<Arith::kF16, true>(q, k, v, grad_out, stats, dq_sum, causal, drop, grad_k, grad_v);
   } else {
-    launch<Arith::kF16>(q, k, v, grad_out, stats, dq_sum, causal, grad_k, grad_v);
+    launch<Arith::kF16, false>(q, k, v, grad_out, stats, dq_sum, causal, drop, grad_k, grad_v);
   }
   return true;
 }

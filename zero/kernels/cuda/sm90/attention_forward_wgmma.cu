@@ -1,5 +1,6 @@
 // Flash attention forward on Hopper's warpgroup products (Note [Warpgroup products] in
-// wgmma.cuh), for the shape GPT training runs most: 16-bit operands, D = 64, no dropout.
+// wgmma.cuh), for the shape GPT training runs most: 16-bit operands, D = 64, with or
+// without dropout.
 // The computation is attention.cu's (Note [Flash attention] in attention.cuh): the same
 // online softmax in base 2, the same causal mask, the same output and logsumexp; only
 // the tiles and the product instruction differ. Everything else goes to attention.cu.
@@ -28,6 +29,13 @@
 // its products another does its softmax. One barrier a tile: after it, every thread's
 // copies of the tile are visible and both groups are done with the other buffer, which
 // then takes the next tile's copies.
+//
+// With dropout the Q tile is copied in pair order (Note [Attention dropout squares] in
+// attention_dropout_squares.cuh): the shared row of a thread's accumulator rows g and
+// g + 8 then holds the queries 2g and 2g + 1 of its warp's 16, so the thread's two
+// scores of each 8-key group in each row are one 2 x 2 square, whose four factors one
+// Philox block gives. The rows of O and lse follow. The sum l takes the undropped
+// probabilities and P V the dropped ones, as in attention.cu.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -49,11 +57,13 @@ constexpr uint32_t kTileBytes = kRows * wg::kRowBytes;
 constexpr int kSmemBytes = 5 * kTileBytes + wg::kAtomBytes;
 
 // grid = (B * H, query tiles of 128), the last tile first; block = two warpgroups.
-// Thread (g, t) of warp w of group G holds query rows 64 G + 16 w + g and that + 8.
-template <Arith kA>
+// Thread (g, t) of warp w of group G holds query rows 64 G + 16 w + g and that + 8, or
+// with dropout (kDrop) 64 G + 16 w + 2 g and that + 1.
+template <Arith kA, bool kDrop>
 __global__ void __launch_bounds__(kBlockThreads, 2)
     attention_forward_wgmma_kernel(Src<kA> q, Src<kA> k, Src<kA> v, Dst<kA> out, float* lse,
-                                   int H, int Tq, int Tk, float score_scale, bool causal) {
+                                   int H, int Tq, int Tk, float score_scale, bool causal,
+                                   AttentionDropout drop) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using E = Element<kA>;
   constexpr bool kBf16 = kA == Arith::kBf16;
@@ -67,11 +77,11 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows, group = wg::warpgroup();
   const int r0 = 64 * group + threadIdx.x % kGroupThreads / 32 * 16;  // the warp's first row
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const int rows[2] = {q0 + r0 + g, q0 + r0 + g + 8};
+  const int rows[2] = {q0 + r0 + (kDrop ? 2 * g : g), q0 + r0 + (kDrop ? 2 * g + 1 : g + 8)};
   const uint64_t q_rows = wg::descriptor(base + 64 * group * wg::kRowBytes);  // the group's Q
   const E* kp = k.slice(bh, H);
   const E* vp = v.slice(bh, H);
-  wg::copy_tile<kRows, kBlockThreads>(base, q.slice(bh, H), q.row, q0, Tq);
+  wg::copy_tile<kRows, kBlockThreads, kDrop>(base, q.slice(bh, H), q.row, q0, Tq);
   wg::copy_tile<kRows, kBlockThreads>(ks(0), kp, k.row, 0, Tk);
   wg::copy_tile<kRows, kBlockThreads>(vs(0), vp, v.row, 0, Tk);
   commit_tiles();
@@ -121,13 +131,17 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
         m[x] = m_new;
       }
       // P packed to 16 bits as the A operands of P V: p[kk] covers keys kb + 16 kk ...
+      // With dropout, s[4 j .. 4 j + 3] is the square of queries rows[0], rows[1] and keys
+      // kb + 8 j + 2 t, + 1: its factors f[0 .. 3], in the same order.
       uint32_t p[4][4];
+      float f[4] = {1.0f, 1.0f, 1.0f, 1.0f};
 #pragma unroll
       for (int i = 0; i < 32; i += 2) {
+        if (kDrop && i % 4 == 0) drop.square(bh, rows[0] / 2, (kb + i / 4 * 8 + 2 * t) / 2, f);
         const float lo = exp_of<kA>(fmaf(s[i], score_scale, -m_use[i % 4 / 2]));
         const float hi = exp_of<kA>(fmaf(s[i + 1], score_scale, -m_use[i % 4 / 2]));
         sum[i % 4 / 2] += lo + hi;
-        p[i / 8][i % 8 / 2] = pack16<kA>(lo, hi);
+        p[i / 8][i % 8 / 2] = pack16<kA>(lo * f[i % 4], hi * f[i % 4 + 1]);
       }
 #pragma unroll
       for (int x = 0; x < 2; ++x) l[x] = l[x] * alpha[x] + quad_sum(sum[x]);
@@ -168,11 +182,11 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
 #endif
 }
 
-template <Arith kA>
-void launch(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, const Tensor& out,
-            const Tensor& lse) {
+template <Arith kA, bool kDrop>
+void launch(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+            const AttentionDropout& drop, const Tensor& out, const Tensor& lse) {
   using E = Element<kA>;
-  const auto kernel = attention_forward_wgmma_kernel<kA>;
+  const auto kernel = attention_forward_wgmma_kernel<kA, kDrop>;
   ZERO_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   const dim3 grid(static_cast<unsigned>(q.size(0) * q.size(1)),
@@ -180,7 +194,7 @@ void launch(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, cons
   kernel<<<grid, kBlockThreads, kSmemBytes, cuda::current_stream()>>>(
       in_view<E>(q), in_view<E>(k), in_view<E>(v), out_view<E>(out), lse.data_ptr<float>(),
       static_cast<int>(q.size(1)), static_cast<int>(q.size(2)), static_cast<int>(k.size(2)),
-      exponent_scale<kA>(0.125f), causal);  // 1 / sqrt(64)
+      exponent_scale<kA>(0.125f), causal, drop);  // 1 / sqrt(64)
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -206,13 +220,13 @@ bool attention_wgmma_applies(const Tensor& q, std::initializer_list<const Tensor
 }
 
 bool attention_forward_wgmma(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                             const Tensor& out, const Tensor& lse) {
+                             const AttentionDropout& drop, const Tensor& out, const Tensor& lse) {
   if (!attention_wgmma_applies(q, {&k, &v}, {&out})) return false;
-  if (q.dtype() == DataType::BF16) {
-    launch<Arith::kBf16>(q, k, v, causal, out, lse);
-  } else {
-    launch<Arith::kF16>(q, k, v, causal, out, lse);
-  }
+  const bool bf16 = q.dtype() == DataType::BF16, dropping = drop.p > 0.0f;
+  if (bf16 && dropping) launch<Arith::kBf16, true>(q, k, v, causal, drop, out, lse);
+  if (bf16 && !dropping) launch<Arith::kBf16, false>(q, k, v, causal, drop, out, lse);
+  if (!bf16 && dropping) launch<Arith::kF16, true>(q, k, v, causal, drop, out, lse);
+  if (!bf16 && !dropping) launch<Arith::kF16, false>(q, k, v, causal, drop, out, lse);
   return true;
 }
 

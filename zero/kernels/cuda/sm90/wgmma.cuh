@@ -50,6 +50,8 @@
 
 #include <cstdint>
 
+#include "zero/kernels/cuda/attention_dropout_squares.cuh"
+
 namespace zero::ops::cuda::wgmma {
 
 constexpr int kRowBytes = 128;   // a swizzled row: 64 16-bit values
@@ -110,8 +112,9 @@ __device__ inline void hold(const uint32_t (&x)[N]) {
 // rows `ld` elements apart, into the swizzled tile at shared address `tile`: cp.async,
 // 16 bytes a copy, 8 threads a row, over the block's kThreads threads. Rows past `rows`
 // become zeros. `cp.async.wait_group` and a barrier make them visible, and
-// `fence_proxy_async` visible to the products.
-template <int kRows, int kThreads, typename E>
+// `fence_proxy_async` visible to the products. kPairOrder puts tile row r at shared row
+// flash::pair_row(r) (Note [Attention dropout squares] in attention_dropout_squares.cuh).
+template <int kRows, int kThreads, bool kPairOrder = false, typename E>
 __device__ inline void copy_tile(uint32_t tile, const E* src, int64_t ld, int row0, int rows) {
   static_assert(sizeof(E) == 2 && kRows * 8 % kThreads == 0, "16-bit rows, whole copies a thread");
 #pragma unroll
@@ -119,7 +122,8 @@ __device__ inline void copy_tile(uint32_t tile, const E* src, int64_t ld, int ro
     const int i = threadIdx.x + n * kThreads, r = i / 8, c = i % 8;
     const bool inside = row0 + r < rows;
     const E* from = inside ? src + (row0 + r) * ld + 8 * c : src;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tile + swizzled(r, c)),
+    const int at = kPairOrder ? flash::pair_row(r) : r;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tile + swizzled(at, c)),
                  "l"(from), "r"(inside ? 16 : 0));
   }
 }
