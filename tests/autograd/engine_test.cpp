@@ -74,6 +74,33 @@ TEST_P(EngineTest, AnOpAddsTheGradientItsInputHasSoFar) {
   expect_close(d.Grad(), {13, 13});
 }
 
+// The same, also adding into a leaf's .grad (as the embedding adds into its table's).
+class OpAddsLeafSoFar : public OpAddsSoFar {
+ public:
+  using OpAddsSoFar::OpAddsSoFar;
+  bool AddsLeafGradSoFar(size_t /*i*/) const override { return true; }
+};
+
+TEST_P(EngineTest, AnOpAddsIntoTheGradItsLeafGotInThisPass) {
+  // b * 3 is nearer the root than the op (two products below it), so its backward runs
+  // first and gives b its .grad, which the op is then handed: db = 3 + 10.
+  bool handed = false;
+  Tensor b = leaf({1, 2}, {2});
+  const auto loss = [&] {
+    return sum((autograd::RunOp<OpAddsLeafSoFar>({b}, &handed) * 1.0f) * 1.0f + b * 3.0f);
+  };
+  loss().Backward();
+  EXPECT_TRUE(handed);
+  expect_close(b.Grad(), {13, 13});
+  // A .grad from an earlier pass is not handed over, nor written in place: a tensor
+  // holding it keeps its values while the second pass adds to it.
+  const Tensor before = b.Grad();
+  loss().Backward();
+  EXPECT_FALSE(handed);
+  expect_close(before, {13, 13});
+  expect_close(b.Grad(), {26, 26});
+}
+
 TEST_P(EngineTest, DiamondAccumulates) {
   // y = x * x + 3 x, both paths from x meet again: dy/dx = 2x + 3.
   Tensor x = leaf({1, -2, 0.5f}, {3});

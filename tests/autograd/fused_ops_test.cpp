@@ -436,6 +436,37 @@ TEST_P(FusedOpsTest, LinearCrossEntropyGradientsAgainstFiniteDifferences) {
       {x, w});
 }
 
+// loss.Backward() gives the root a gradient of ones, and the op hands over the gradients
+// its forward made (Note [Gradients in the forward pass]) without multiplying them by it:
+// the same as the reference's, as with an explicit 1 or 2 (scaled), and a second backward
+// through a kept graph recomputes them, so the leaves get the sum of both.
+TEST_P(FusedOpsTest, LinearCrossEntropyBackwardOfTheLossItself) {
+  const int64_t n = 37, c = 8, vocab = 11;
+  Tensor x = randn_leaf({n, c}, device(), 54);
+  Tensor w = randn_leaf({vocab, c}, device(), 55);
+  Tensor t = targets_of(some_targets(n, vocab, 5), device());
+  const auto grads = [&](const std::function<void(const Tensor&)>& backward) {
+    x.ZeroGrad();
+    w.ZeroGrad();
+    backward(lce_chunked(x, w, t, 5, -100, /*in_forward=*/true));
+    return std::vector<Tensor>{x.Grad(), w.Grad()};
+  };
+  x.ZeroGrad();
+  w.ZeroGrad();
+  lce_reference(x, w, t, -100).Backward();
+  const std::vector<Tensor> want = {x.Grad(), w.Grad()};
+  expect_same_grads(grads([](const Tensor& loss) { loss.Backward(); }), want, 1e-4f, 1e-6f);
+  const Tensor one = Tensor::Scalar(1.0f).To(device()), two = Tensor::Scalar(2.0f).To(device());
+  expect_same_grads(grads([&](const Tensor& loss) { loss.Backward(one); }), want, 1e-4f, 1e-6f);
+  const std::vector<Tensor> twice = {want[0] * 2.0f, want[1] * 2.0f};
+  expect_same_grads(grads([&](const Tensor& loss) { loss.Backward(two); }), twice, 1e-4f, 1e-6f);
+  expect_same_grads(grads([](const Tensor& loss) {
+                      loss.Backward(Tensor(), /*keep_graph=*/true);
+                      loss.Backward();
+                    }),
+                    twice, 1e-4f, 1e-6f);
+}
+
 TEST_P(FusedOpsTest, LinearCrossEntropyAllIgnoredIsZero) {
   Tensor x = randn_leaf({4, 3}, device(), 52);
   Tensor w = randn_leaf({5, 3}, device(), 53);

@@ -2,7 +2,8 @@
 // autograd/engine.cpp): a BF16 Linear on casts of FP32 parameters gives them FP32
 // gradients with FP32's error, not BF16's; a cast that also feeds an op without that
 // path gets the sum of both; a leaf is announced to the hook once, with its whole
-// gradient; and a BF16 GPT's backward runs no cast backward at all. On the CPU and CUDA.
+// gradient; a table tied to the output head gets both gradients; and a BF16 GPT's
+// backward runs no cast backward at all. On the CPU and CUDA.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -105,6 +106,39 @@ TEST_P(GradPastCastTest, TheHookAnnouncesEachLeafOnceWithItsWholeGradient) {
     EXPECT_EQ(grad, floats(p.Grad())) << "announced before its gradient was whole";
   }
   EXPECT_NE(seen[0].first, seen[1].first);
+}
+
+// A table read by an embedding and, tied, by the output head (a GPT's wte), in FP32 and
+// through BF16 casts: the head's backward gives the table its .grad first, and the
+// embedding's backward adds its rows into it (Note [Sums made by the op] in engine.cpp).
+// The same as the gradients of two separate copies of the table, summed; and a second
+// pass adds to the first.
+TEST_P(GradPastCastTest, ATiedTableGetsTheSumOfBothGradients) {
+  const int64_t vocab = 13, n = 20;
+  std::vector<int32_t> ids(n), targets(n);
+  for (int i = 0; i < n; ++i) ids[i] = (3 * i + 1) % vocab, targets[i] = (5 * i + 2) % vocab;
+  const TensorOption on = TensorOption().OnDevice(device());
+  const Tensor id = Tensor::FromI32(ids, {n}, on), target = Tensor::FromI32(targets, {n}, on);
+  for (DataType dtype : {DataType::F32, DataType::BF16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const auto loss = [&](const Tensor& table, const Tensor& head) {
+      const Tensor x = embedding(cached_cast(table, dtype), id);  // (n, 8)
+      return linear_cross_entropy(x, cached_cast(head, dtype), target);
+    };
+    const Tensor tied = randn_leaf({vocab, 8}, device(), 12);
+    const Tensor table = randn_leaf({vocab, 8}, device(), 12);
+    const Tensor head = randn_leaf({vocab, 8}, device(), 12);
+    loss(tied, tied).Backward();
+    loss(table, head).Backward();
+    ASSERT_TRUE(tied.Grad().defined() && table.Grad().defined() && head.Grad().defined());
+    EXPECT_EQ(tied.Grad().dtype(), DataType::F32);
+    const std::vector<float> want = floats(table.Grad() + head.Grad());
+    testing::expect_close(tied.Grad(), want, 1e-6f, 1e-7f);
+    loss(tied, tied).Backward();
+    std::vector<float> twice = want;
+    for (float& v : twice) v *= 2.0f;
+    testing::expect_close(tied.Grad(), twice, 1e-6f, 1e-7f);
+  }
 }
 
 // A BF16 GPT: every parameter's gradient is FP32 and none went through a cast's

@@ -1,7 +1,8 @@
 // Tests of the embedding lookup in BF16 and F16 (kernels/embedding.cpp): the forward
 // gathers 16-bit rows bit for bit; the backward sums 16-bit gradient rows in FP32 and
 // rounds once into a 16-bit or an F32 grad_weight, against the FP32 kernel on the same
-// rounded inputs (Note [Testing a 16-bit kernel against FP32] in half_support.h).
+// rounded inputs (Note [Testing a 16-bit kernel against FP32] in half_support.h), and
+// adds into what grad_weight holds when asked to.
 #include <string>
 #include <vector>
 
@@ -64,6 +65,30 @@ TEST_P(EmbeddingHalfTest, BackwardSumsInFp32) {
       ops::embedding_backward(as(g, dtype, device()), ids.To(device()), gw);
       expect_rounded_from(gw, want);
       EXPECT_GT(cpu_f32(gw).ToVector<float>()[3 * kWidth], 600.0f);
+    }
+  }
+}
+
+// With `accumulate` the sums are added to what grad_weight holds (a tied table's
+// gradient from the output head), rounded once; rows no id names keep their values.
+TEST_P(EmbeddingHalfTest, BackwardAccumulatesIntoWhatTheTableHolds) {
+  std::vector<int32_t> idv(300);
+  for (int i = 0; i < 300; ++i) idv[i] = (7 * i) % (kVocab - 10);  // rows 40..49 unnamed
+  const Tensor ids = Tensor::FromI32(idv, {300});
+  for (DataType dtype : kHalfTypes) {
+    const Tensor g = rounded_randn({300, kWidth}, dtype, 7);
+    const Tensor sums = Tensor::Empty({kVocab, kWidth});
+    ops::embedding_backward(g, ids, sums);
+    for (DataType grad_dtype : {dtype, DataType::F32}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " into " + to_string(grad_dtype));
+      const Tensor base = rounded_randn({kVocab, kWidth}, grad_dtype, 8, 4.0f);
+      const Tensor want = base.Clone();
+      ops::binary(ops::BinaryOp::kAdd, base, sums, want);
+      const Tensor gw = as(base, grad_dtype, device());
+      ops::embedding_backward(as(g, dtype, device()), ids.To(device()), gw, /*accumulate=*/true);
+      expect_rounded_from(gw, want);
+      const std::vector<float> got = cpu_f32(gw).ToVector<float>(), b = base.ToVector<float>();
+      for (int64_t i = 40 * kWidth; i < kVocab * kWidth; ++i) ASSERT_EQ(got[i], b[i]) << i;
     }
   }
 }

@@ -33,10 +33,13 @@
 // for x would then be added to g in a pass of its own, three [N, C] tensors read or
 // written, 24 times a GPT-2 step. An op whose `AddsGradSoFar(i)` is true instead gets
 // the gradient input i has so far (taken out of the slot, which then adopts what the op
-// returns), and its kernel adds it while it writes its own: one tensor read. Only slots
-// of non-leaf inputs made by ops other than casts are handed over; a leaf's .grad, or a
-// gradient going past a cast, is added as before. llm.c's layernorm_backward does the
-// same by adding into the residual's gradient buffer.
+// returns), and its kernel adds it while it writes its own: one tensor read. Slots of
+// inputs made by ops other than casts are handed over, and a leaf's .grad (reached
+// directly or past a cast) when this pass made it and nothing else holds it: GPT-2's
+// embedding table gets its first gradient from the tied output head, and the embedding's
+// backward adds its rows into that, instead of zeroing a 154 MB table, adding to it, and
+// adding the two tables in a pass of their own. llm.c's layernorm_backward does the same
+// by adding into the residual's gradient buffer.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -96,7 +99,42 @@ void accumulate_leaf(TensorImpl* leaf, const Tensor& grad,
   leaf->grad = own ? grad : grad.Clone();
 }
 
+// For an op that adds into the gradient its input has so far: the .grad of the leaf
+// that `input` is, or whose cast it is with the gradient going past the cast, when this
+// pass made that .grad and nothing else holds it (it is then taken off the leaf, which
+// adopts the op's sum again); otherwise none.
+Tensor take_leaf_grad(const Tensor& input, std::unordered_set<const TensorNode*>& taken) {
+  const TensorOp* cast = input.grad_fn().get();
+  if (cast != nullptr && autograd::grad_dtype(input) == input.dtype()) return Tensor();
+  const Tensor& leaf = cast != nullptr ? cast->inputs()[0] : input;
+  if (!leaf.defined() || leaf.grad_fn() != nullptr) return Tensor();
+  TensorImpl* impl = leaf.impl();
+  const Tensor g = impl->grad;
+  if (!g.defined() || g.dtype() != autograd::grad_dtype(input) || !g.is_contiguous() ||
+      g.node().use_count() != 1 || taken.count(g.node().get()) == 0) {
+    return Tensor();
+  }
+  taken.erase(g.node().get());
+  impl->grad = Tensor();
+  return g;
+}
+
+// The gradient of ones this thread's Backward() made for its root, while it runs.
+thread_local const TensorNode* unit_root_node = nullptr;
+
+struct UnitRoot {
+  explicit UnitRoot(const TensorNode* node) : previous(unit_root_node) { unit_root_node = node; }
+  ~UnitRoot() { unit_root_node = previous; }
+  UnitRoot(const UnitRoot&) = delete;
+  UnitRoot& operator=(const UnitRoot&) = delete;
+  const TensorNode* previous;
+};
+
 }  // namespace
+
+bool autograd::is_unit_root_gradient(const Tensor& grad) {
+  return grad.defined() && unit_root_node != nullptr && grad.node().get() == unit_root_node;
+}
 
 void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
   ZERO_CHECK(requires_grad(), "Backward() needs a tensor that requires grad; this one has no "
@@ -107,6 +145,7 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
                "loss), got shape ", shape_to_string(sizes()));
     root_grad = Tensor::Ones(sizes(), options());
   }
+  const UnitRoot unit_root(grad.defined() ? nullptr : root_grad.node().get());
   ZERO_CHECK(root_grad.sizes() == sizes() && root_grad.device() == device() &&
                  root_grad.dtype() == dtype(),
              "Backward(grad): expected grad of shape ", shape_to_string(sizes()), " ",
@@ -161,9 +200,10 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
       std::vector<Tensor> so_far(op->inputs().size());  // Note [Sums made by the op]
       for (size_t i = 0; i < so_far.size(); ++i) {
         const Tensor& input = op->inputs()[i];
-        TensorOp* producer = input.defined() ? input.grad_fn().get() : nullptr;
-        if (!op->needs_grad(i) || producer == nullptr || producer->is_cast() ||
-            !op->AddsGradSoFar(i)) {
+        if (!op->needs_grad(i) || !input.defined() || !op->AddsGradSoFar(i)) continue;
+        TensorOp* producer = input.grad_fn().get();
+        if (producer == nullptr || producer->is_cast()) {
+          if (op->AddsLeafGradSoFar(i)) so_far[i] = take_leaf_grad(input, taken);
           continue;
         }
         const auto found = slots.find(producer);

@@ -51,6 +51,11 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// into the one it returns for it, so that the engine need not add the two in a pass
   /// of their own (Note [Sums made by the op] in engine.cpp).
   virtual bool AddsGradSoFar(size_t /*i*/) const { return false; }
+  /// Whether `Backward_` also adds into a leaf's .grad, for input `i` a leaf or a cast of
+  /// one: true only for an op that always returns input i's gradient in
+  /// `grad_dtype(input)`, the leaf's dtype past a cast (the engine hands over a .grad
+  /// only when this pass made it and nothing else holds it).
+  virtual bool AddsLeafGradSoFar(size_t /*i*/) const { return false; }
 
   /// Runs `Backward_` on behalf of the engine; throws if the graph was freed. Inputs kept
   /// as edges to a recomputing producer are computed again for it first, and dropped
@@ -121,6 +126,13 @@ Tensor RunOp(const std::vector<Tensor>& inputs, Args&&... args) {
 /// write it in FP32 and the cast's backward has nothing to convert (Note [Gradients past
 /// a cast] in engine.cpp).
 DataType grad_dtype(const Tensor& input);
+
+/// True when `grad` is the gradient of ones that `Backward()` made for its root, given
+/// no gradient, in the backward now running on this thread. An op whose forward already
+/// made its input gradients for an output gradient of 1 can then return them as they
+/// are, instead of multiplying them by it (Note [Gradients in the forward pass] in
+/// ops/fused_ops.cpp).
+bool is_unit_root_gradient(const Tensor& grad);
 
 /// Sums `grad` over the dimensions that broadcasting expanded, giving a tensor of
 /// `shape` (the backward of every broadcasting op).

@@ -52,14 +52,15 @@ void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& ou
   embedding_forward_stub(out.device(), weight, ids, out);
 }
 
-void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
+void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight,
+                        bool accumulate) {
   const char* op = "embedding backward";
   check_same_device(op, {&grad_out, &ids, &grad_weight});
   check_table(op, grad_weight, "grad_weight");
   check_dtype(op, ids, "ids", DataType::I32);
   check_rows(op, grad_out, "grad_out", ids, grad_weight.size(1));
   check_dtype_or_f32(op, grad_weight, "grad_weight", grad_out.dtype());
-  embedding_backward_stub(grad_weight.device(), grad_out, ids, grad_weight);
+  embedding_backward_stub(grad_weight.device(), grad_out, ids, grad_weight, accumulate);
 }
 
 }  // namespace zero::ops

@@ -155,9 +155,12 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
 /// `out[..., :] = weight[ids[...], :]`; throws for an id outside [0, V). `weight` and
 /// `out` share one dtype (F32, BF16 or F16).
 void embedding_forward(const Tensor& weight, const Tensor& ids, const Tensor& out);
-/// `grad_weight` (overwritten) = sum of `grad_out` rows into the rows their ids name,
-/// summed in FP32 and stored in grad_out's dtype or in F32.
-void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight);
+/// `grad_weight` = sum of `grad_out` rows into the rows their ids name, summed in FP32
+/// and stored in grad_out's dtype or in F32; with `accumulate`, added to what
+/// grad_weight holds instead of overwriting it (a table whose gradient already has a
+/// term from elsewhere, as a GPT's tied output head gives it).
+void embedding_backward(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight,
+                        bool accumulate = false);
 /// @}
 
 /// @name Cross-entropy fused with log-softmax

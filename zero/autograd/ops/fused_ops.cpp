@@ -115,9 +115,10 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab, int64_t rows,
 // scalar too, and d loss / d x is g times what it is for g = 1. When the caller will
 // differentiate (grad mode on and x or the weight requiring grad), the forward makes the
 // gradients for g = 1 while each chunk of logits is still in memory, and the backward
-// only scales them by g. Otherwise the backward would have to recompute every chunk of
-// logits: one more [N, C] x [C, V] GEMM, 12.5 ms (6%) of GPT-2's FP32 step. llm.c's fused
-// classifier makes the same trade.
+// only scales them by g, or hands them over as they are when g is the ones Backward()
+// made for the root (`is_unit_root_gradient`). Otherwise the backward would have to
+// recompute every chunk of logits: one more [N, C] x [C, V] GEMM, 12.5 ms (6%) of
+// GPT-2's FP32 step. llm.c's fused classifier makes the same trade.
 // Note [Forward gradients in F16]
 // Made for g = 1, the gradient of the logits is (softmax - onehot) / N: for GPT-2's
 // vocabulary and N = 8192 rows most entries are near 1e-9, below F16's smallest
@@ -227,11 +228,16 @@ std::vector<Tensor> OpLinearCrossEntropy::OpValue_(const std::vector<Tensor>& in
 std::vector<Tensor> OpLinearCrossEntropy::Backward_(const std::vector<Tensor>& grad) {
   Tensor grad_x, grad_weight;
   if (grad_x_in_forward_ || grad_weight_in_forward_) {
-    // Made for g = 1 in the forward (Note [Gradients in the forward pass]): scale by g.
-    if (needs_grad(0) && grad_x_.defined()) grad_x = scaled_by(grad_x_, grad[0]);  // (N, C)
-    if (needs_grad(1) && grad_weight_.defined()) {
-      grad_weight = scaled_by(grad_weight_, grad[0]);  // (V, C)
-    }
+    // Made for g = 1 in the forward (Note [Gradients in the forward pass]): scaled by g,
+    // or, when g is the ones Backward() gave the root, handed over as they are (the
+    // multiplication read and wrote GPT-2's 154 MB head gradient); a second backward
+    // through a kept graph then recomputes them.
+    const bool unit = is_unit_root_gradient(grad[0]);
+    const auto scaled = [&](Tensor& g_made) {
+      return unit ? std::exchange(g_made, Tensor()) : scaled_by(g_made, grad[0]);
+    };
+    if (needs_grad(0) && grad_x_.defined()) grad_x = scaled(grad_x_);                 // (N, C)
+    if (needs_grad(1) && grad_weight_.defined()) grad_weight = scaled(grad_weight_);  // (V, C)
   }
   const bool missing_x = needs_grad(0) && !grad_x.defined();
   const bool missing_weight = needs_grad(1) && !grad_weight.defined();

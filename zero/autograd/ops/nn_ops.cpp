@@ -81,10 +81,14 @@ std::vector<Tensor> OpEmbedding::OpValue_(const std::vector<Tensor>& in) {
 std::vector<Tensor> OpEmbedding::Backward_(const std::vector<Tensor>& grad) {
   const Tensor& weight = inputs()[0];
   if (!needs_grad(0)) return {Tensor(), Tensor()};
-  // In FP32 past a cast (Note [Gradients past a cast] in engine.cpp).
-  Tensor grad_weight =
-      Tensor::Empty(weight.sizes(), weight.options().WithDtype(grad_dtype(weight)));  // (V, C)
-  ops::embedding_backward(grad[0].Contiguous(), inputs()[1], grad_weight);
+  // In FP32 past a cast (Note [Gradients past a cast] in engine.cpp), added into the
+  // gradient the table has so far where the engine handed one over.
+  const Tensor& so_far = grad_so_far(0);
+  const bool adds = so_far.defined();
+  Tensor grad_weight = adds ? so_far
+                            : Tensor::Empty(weight.sizes(),
+                                            weight.options().WithDtype(grad_dtype(weight)));
+  ops::embedding_backward(grad[0].Contiguous(), inputs()[1], grad_weight, adds);  // (V, C)
   return {grad_weight, Tensor()};
 }
 

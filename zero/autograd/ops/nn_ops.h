@@ -48,6 +48,11 @@ class OpEmbedding : public TensorOp {
  public:
   /// "OpEmbedding".
   const char* name() const override { return "OpEmbedding"; }
+  /// True for the table: its gradient is added into the one it already has (Note [Sums
+  /// made by the op] in engine.cpp), as a tied output head gives it.
+  bool AddsGradSoFar(size_t i) const override { return i == 0; }
+  /// True for the table, a parameter (or its cast) whose .grad the head may have made.
+  bool AddsLeafGradSoFar(size_t i) const override { return i == 0; }
 
  protected:
   /// Calls `ops::embedding_forward`.

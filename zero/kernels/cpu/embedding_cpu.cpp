@@ -66,10 +66,12 @@ void embedding_forward_cpu(const Tensor& weight, const Tensor& ids, const Tensor
 // group is in position order), and each vocabulary row sums its own group, in double:
 // no two threads write one row, and the order of additions never changes.
 //
-// sum_groups adds the rows of grad_out (T) that `order` groups by id into grad_weight (G).
+// sum_groups adds the rows of grad_out (T) that `order` groups by id into grad_weight (G):
+// each row's sum rounded to float, then stored, or with `accumulate` added to the row
+// already there (the bits of a separate sum of the two gradients).
 template <typename T, typename G>
 void sum_groups(const Tensor& grad_out, const std::vector<int64_t>& start,
-                const std::vector<int64_t>& order, const Tensor& grad_weight) {
+                const std::vector<int64_t>& order, const Tensor& grad_weight, bool accumulate) {
   const int64_t vocab = grad_weight.size(0), c = grad_weight.size(1);
   const int64_t n = static_cast<int64_t>(order.size());
   const T* pg = grad_out.data_ptr<T>();
@@ -85,12 +87,16 @@ void sum_groups(const Tensor& grad_out, const std::vector<int64_t>& start,
         for (int64_t j = 0; j < c; ++j) acc[j] += static_cast<float>(gr[j]);
       }
       G* out = pgw + v * c;
-      for (int64_t j = 0; j < c; ++j) out[j] = static_cast<G>(static_cast<float>(acc[j]));
+      for (int64_t j = 0; j < c; ++j) {
+        const float sum = static_cast<float>(acc[j]);
+        out[j] = static_cast<G>(accumulate ? static_cast<float>(out[j]) + sum : sum);
+      }
     }
   }
 }
 
-void embedding_backward_cpu(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
+void embedding_backward_cpu(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight,
+                            bool accumulate) {
   const int64_t vocab = grad_weight.size(0);
   const std::vector<int32_t> rows = read_ids(ids, vocab);
   const int64_t n = static_cast<int64_t>(rows.size());
@@ -105,9 +111,9 @@ void embedding_backward_cpu(const Tensor& grad_out, const Tensor& ids, const Ten
   dispatch_dtype<FloatTypes>(grad_out.dtype(), "embedding backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (grad_weight.dtype() == DataType::F32) {
-      sum_groups<T, float>(grad_out, start, order, grad_weight);
+      sum_groups<T, float>(grad_out, start, order, grad_weight, accumulate);
     } else {
-      sum_groups<T, T>(grad_out, start, order, grad_weight);
+      sum_groups<T, T>(grad_out, start, order, grad_weight, accumulate);
     }
   });
 }

@@ -30,10 +30,12 @@ struct alignas(sizeof(T) * kW) Columns {
 
 // Block (kBlock threads) b.x covers the columns [32 kW b.x, 32 kW (b.x + 1)); b.y the
 // rows [b.y rows_per_chunk, ...). Warp w takes rows w, w + 8, ... of the chunk; lane l
-// columns 32 kW b.x + kW l + e. out is [gridDim.y, cols].
+// columns 32 kW b.x + kW l + e. out is [gridDim.y, cols], or with one chunk the columns
+// [0, split) go to out and [split, cols) to out2.
 template <typename TIn, typename TOut, int kW>
 __global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t rows,
-                                   int64_t cols, int64_t rows_per_chunk) {
+                                   int64_t cols, int64_t rows_per_chunk, TOut* out2,
+                                   int64_t split) {
   __shared__ float share[kRowLanes][kW * 32];  // [warp][e * 32 + lane]: no bank conflict
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * 32 + lane) * kW;
@@ -56,17 +58,22 @@ __global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t 
 #pragma unroll
     for (int w = 0; w < kRowLanes; ++w) total += share[w][t];
     const int64_t c = (static_cast<int64_t>(blockIdx.x) * 32 + t % 32) * kW + t / 32;
-    if (c < cols) out[blockIdx.y * cols + c] = static_cast<TOut>(total);
+    if (c < split) {
+      out[blockIdx.y * cols + c] = static_cast<TOut>(total);
+    } else if (c < cols) {
+      out2[c - split] = static_cast<TOut>(total);
+    }
   }
 }
 
 template <typename TIn, typename TOut, int kW>
-void launch(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols, int64_t chunks) {
+void launch(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols, int64_t chunks,
+            TOut* out2 = nullptr, int64_t split = -1) {
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
   const dim3 grid(static_cast<unsigned>((cols + 32 * kW - 1) / (32 * kW)),
                   static_cast<unsigned>((rows + rows_per_chunk - 1) / rows_per_chunk));
-  column_sums_kernel<TIn, TOut, kW>
-      <<<grid, kBlock, 0, current_stream()>>>(x, ld, out, rows, cols, rows_per_chunk);
+  column_sums_kernel<TIn, TOut, kW><<<grid, kBlock, 0, current_stream()>>>(
+      x, ld, out, rows, cols, rows_per_chunk, out2, split < 0 ? cols : split);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -77,11 +84,11 @@ constexpr int64_t kOnePassRows = 256;
 
 // Sums x [rows, cols] (row r at x + r ld) into out [cols]: in one pass for few rows,
 // otherwise over at most 64 chunks of rows (in 16-byte groups where the rows allow),
-// then the chunks' FP32 partials in one pass.
+// then the chunks' FP32 partials in one pass. The columns from `split` on go to out2.
 template <typename TIn, typename TOut>
 void column_sums_t(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols,
-                   Device device) {
-  if (rows <= kOnePassRows) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1);
+                   Device device, TOut* out2, int64_t split) {
+  if (rows <= kOnePassRows) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1, out2, split);
   constexpr int kWide = kPack<TIn>;
   const bool wide =
       cols % kWide == 0 && ld % kWide == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
@@ -90,36 +97,43 @@ void column_sums_t(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t co
   const int64_t col_blocks = (cols + per_block - 1) / per_block;
   const int64_t chunks =
       std::clamp<int64_t>(512 / col_blocks, 1, std::min<int64_t>(64, rows / 32));
-  if (chunks == 1) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1);
+  if (chunks == 1) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1, out2, split);
   const Tensor partials = Tensor::Empty({chunks, cols}, TensorOption().OnDevice(device));
   if (wide) {
     launch<TIn, float, kWide>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);
   } else {
     launch<TIn, float, 1>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);
   }
-  column_sums_t(partials.data_ptr<float>(), cols, out, chunks, cols, device);
+  column_sums_t(partials.data_ptr<float>(), cols, out, chunks, cols, device, out2, split);
 }
 
 }  // namespace
 
-void column_sums(const Tensor& x, const Tensor& out) {
+void column_sums(const Tensor& x, const Tensor& out, const Tensor& out2) {
+  const int64_t split = out.numel(), rest = out2.defined() ? out2.numel() : 0;
   ZERO_ASSERT(x.dim() == 2 && x.stride(1) == 1 && x.stride(0) >= x.size(1) &&
-                  out.is_contiguous() && out.numel() == x.size(1),
+                  out.is_contiguous() && split + rest == x.size(1) &&
+                  (!out2.defined() || (out2.is_contiguous() && out2.dtype() == out.dtype())),
               "column_sums: expected x [rows, cols] with rows of unit stride and contiguous "
-              "out [cols]");
+              "out [cols], or out and out2 of one dtype with cols elements together");
   const int64_t rows = x.size(0), cols = x.size(1), ld = x.stride(0);
   if (cols == 0) return;
   set_device(x);
   if (rows == 0) {
-    ZERO_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.numel() * dtype_size(out.dtype()),
-                                    current_stream()));
+    for (const Tensor& o : {out, out2}) {
+      if (!o.defined() || o.numel() == 0) continue;
+      ZERO_CUDA_CHECK(cudaMemsetAsync(o.data(), 0, o.numel() * dtype_size(o.dtype()),
+                                      current_stream()));
+    }
     return;
   }
   dispatch_dtype<FloatTypes>(x.dtype(), "column_sums", [&](auto in_tag) {
     dispatch_dtype<FloatTypes>(out.dtype(), "column_sums", [&](auto out_tag) {
       using TIn = typename decltype(in_tag)::type;
       using TOut = typename decltype(out_tag)::type;
-      column_sums_t(x.data_ptr<TIn>(), ld, out.data_ptr<TOut>(), rows, cols, x.device());
+      TOut* second = out2.defined() ? out2.data_ptr<TOut>() : nullptr;
+      column_sums_t(x.data_ptr<TIn>(), ld, out.data_ptr<TOut>(), rows, cols, x.device(),
+                    second, split);
     });
   });
 }

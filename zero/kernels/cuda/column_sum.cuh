@@ -10,7 +10,10 @@ namespace zero::ops::cuda {
 // out[c] = sum over r of x[r, c], for x of shape [rows, cols] in a float dtype whose rows
 // are contiguous (any row stride: a column block of a wider matrix is fine) and out of
 // `cols` contiguous elements in any float dtype. Sums in FP32, in a fixed order (the
-// same bits on every run), and rounds once to out's dtype.
-void column_sums(const Tensor& x, const Tensor& out);
+// same bits on every run), and rounds once to out's dtype. With `out2` (same dtype),
+// the sums of the columns [0, out.numel()) go to out and those of the rest to out2: two
+// gradients made from one matrix of partials (a LayerNorm's weight and bias) in one
+// launch.
+void column_sums(const Tensor& x, const Tensor& out, const Tensor& out2 = Tensor());
 
 }  // namespace zero::ops::cuda

@@ -51,16 +51,26 @@ void embedding_forward_cuda(const Tensor& weight, const Tensor& ids, const Tenso
   });
 }
 
-void embedding_backward_cuda(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight) {
+void embedding_backward_cuda(const Tensor& grad_out, const Tensor& ids, const Tensor& grad_weight,
+                             bool accumulate) {
   const int64_t n = ids.numel(), C = grad_weight.size(1), V = grad_weight.size(0);
   cuda::set_device(grad_weight);
   const bool f32 = grad_weight.dtype() == DataType::F32;
-  if (n == 0) return fill(grad_weight, 0.0f);
-  // The FP32 table the atomics add into: grad_weight itself, or a scratch copy.
+  if (n == 0) {
+    if (!accumulate) fill(grad_weight, 0.0f);
+    return;
+  }
+  // The FP32 table the atomics add into: grad_weight itself, or a scratch copy. Adding
+  // into an F32 gradient that has a term already skips both the zeros and a pass that
+  // adds two tables (GPT-2's 154 MB one, whose tied head gave it its first term).
   const Tensor sums = f32 ? grad_weight
                           : Tensor::Empty(grad_weight.sizes(),
                                           TensorOption().OnDevice(grad_weight.device()));  // (V, C)
-  fill(sums, 0.0f);
+  if (!accumulate) {
+    fill(sums, 0.0f);
+  } else if (!f32) {
+    convert(grad_weight, sums);
+  }
   const Tensor ids_c = contiguous(ids);
   const Tensor g = contiguous(grad_out);
   dispatch_dtype<FloatTypes>(g.dtype(), "embedding backward", [&](auto tag) {

@@ -349,8 +349,12 @@ void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tenso
                                                                   grad_x, grad_x_add);
   });
   // The chunks' sums into each gradient, in its dtype: the columns [0, C) and [C, 2C)
-  // of partial seen as [chunks, 2C].
+  // of partial seen as [chunks, 2C], in one launch where the two share a dtype.
   const Tensor rows = reshaped(partial, {partial.size(0), 2 * C});
+  if (grad_weight.dtype() == grad_bias.dtype()) {
+    cuda::column_sums(rows, grad_weight, grad_bias);
+    return;
+  }
   cuda::column_sums(Tensor(meta_slice(rows.meta(), 1, 0, C, 1), rows.node()), grad_weight);
   cuda::column_sums(Tensor(meta_slice(rows.meta(), 1, C, 2 * C, 1), rows.node()), grad_bias);
 }
