@@ -128,7 +128,7 @@ KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out) {
     return KMajor::kNone;
   }
   const char* env = std::getenv("ZERO_TF32_WEIGHT_GRAD");
-  const std::string choice = env == nullptr ? "g" : env;
+  const std::string choice = env == nullptr ? "auto" : env;
   if (choice == "nt") return KMajor::kNone;
   if (choice == "auto") return out <= in ? KMajor::kGrad : KMajor::kInput;  // the smaller copy
   if (choice == "g") return KMajor::kGrad;

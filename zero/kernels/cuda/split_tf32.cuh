@@ -76,10 +76,12 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
 // kernels for that layout ran at about 150 TFLOP/s on an H100 where the forward's, both
 // operands contiguous along the sum, ran at 300; a GEMM with one operand each way (the
 // input gradients') ran at 300 too. So from kKMajorMinRows rows on, the weight gradient
-// first copies one operand transposed, K-major: g (the default), x, both, or the smaller
-// of the two (auto), by the environment variable ZERO_TF32_WEIGHT_GRAD (nt: neither, as
+// first copies one operand transposed, K-major: by default (auto) the smaller of g and x,
+// or by the environment variable ZERO_TF32_WEIGHT_GRAD g, x, both or nt (neither, as
 // before). The copy costs a pass over the operand (read and write) and a temporary of
-// its size.
+// its size. On an H200 auto beat nt on every char and GPT-2 shape but the head, which
+// keeps nt (its rows are fewer than its outputs); always copying g lost on the char
+// model's c_attn and c_fc, whose g is the larger (docs/speed_notes.md, item 59).
 constexpr int64_t kKMajorMinRows = 2048;
 
 enum class KMajor { kNone, kGrad, kInput, kBoth };
