@@ -323,33 +323,42 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   const int device = x.device().index();
   const bool f32 = x.dtype() == DataType::F32;
   // In TF32, x^T [in, n] (op(A) = A^T) or g^T [n_out, n] (op(B) = B) copied first (Note
-  // [K-major weight gradients in TF32], split_tf32.cuh); the bias gradient is then a
-  // column sum of its own, as under split TF32.
+  // [K-major weight gradients in TF32], split_tf32.cuh); with g copied the bias gradient
+  // is a column sum of its own, as under split TF32 (BGRADB would sum the copy's rows);
+  // with x copied BGRADB still sums g, where cuBLASLt has a kernel for that layout.
   const bool split = cuda::split_tf32_pays(device, in, n_out, n);
   const cuda::KMajor k_major = f32 && grad_weight.defined() && !split
                                    ? cuda::tf32_k_major(n, in, n_out)
                                    : cuda::KMajor::kNone;
-  const bool fuse_bias = grad_bias.defined() && f32 && !split && k_major == cuda::KMajor::kNone;
-  const cublasLtEpilogue_t epilogue = fuse_bias ? CUBLASLT_EPILOGUE_BGRADB
-                                                : CUBLASLT_EPILOGUE_DEFAULT;
+  const bool g_copied = k_major == cuda::KMajor::kGrad || k_major == cuda::KMajor::kBoth;
+  bool fuse_bias = grad_bias.defined() && f32 && !split && !g_copied;
   Tensor x_t, g_t;
   if (k_major == cuda::KMajor::kInput || k_major == cuda::KMajor::kBoth) {
     x_t = cuda::k_major_copy(x.data_ptr<float>(), n, in, device);  // (in, n)
   }
-  if (k_major == cuda::KMajor::kGrad || k_major == cuda::KMajor::kBoth) {
-    g_t = cuda::k_major_copy(grad_out.data_ptr<float>(), n, n_out, device);  // (n_out, n)
-  }
-  if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0 &&
-      (f32 ? cuda::lt_matmul(device, /*trans_a=*/x_t.defined(), /*trans_b=*/!g_t.defined(), in,
-                             n_out, n, (x_t.defined() ? x_t : x).data_ptr<float>(),
-                             (g_t.defined() ? g_t : grad_out).data_ptr<float>(),
-                             grad_weight.data_ptr<float>(), epilogue,
-                             fuse_bias ? grad_bias.data_ptr<float>() : nullptr)
-           : cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out, n,
-                                   x, grad_out, grad_weight, epilogue,
-                                   fuse_bias ? grad_bias : Tensor()))) {
-    if (grad_bias.defined() && !fuse_bias) column_sum(grad_out, grad_bias);
-    return;
+  if (g_copied) g_t = cuda::k_major_copy(grad_out.data_ptr<float>(), n, n_out, device);
+  const auto gemm = [&] {
+    const cublasLtEpilogue_t epilogue = fuse_bias ? CUBLASLT_EPILOGUE_BGRADB
+                                                  : CUBLASLT_EPILOGUE_DEFAULT;
+    return f32 ? cuda::lt_matmul(device, /*trans_a=*/x_t.defined(), /*trans_b=*/!g_copied, in,
+                                 n_out, n, (x_t.defined() ? x_t : x).data_ptr<float>(),
+                                 (g_copied ? g_t : grad_out).data_ptr<float>(),
+                                 grad_weight.data_ptr<float>(), epilogue,
+                                 fuse_bias ? grad_bias.data_ptr<float>() : nullptr)
+               : cuda::lt_matmul_16bit(device, /*trans_a=*/false, /*trans_b=*/true, in, n_out,
+                                       n, x, grad_out, grad_weight, epilogue,
+                                       fuse_bias ? grad_bias : Tensor());
+  };
+  if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0) {
+    bool done = gemm();
+    if (!done && fuse_bias && x_t.defined()) {  // no BGRADB kernel for x copied: sum apart
+      fuse_bias = false;
+      done = gemm();
+    }
+    if (done) {
+      if (grad_bias.defined() && !fuse_bias) column_sum(grad_out, grad_bias);
+      return;
+    }
   }
   if (grad_weight.defined()) matmul(transposed(grad_out), x, grad_weight);  // (out, in)
   if (grad_bias.defined()) column_sum(grad_out, grad_bias);                 // (out)
