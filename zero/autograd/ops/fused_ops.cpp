@@ -5,11 +5,14 @@
 #include "zero/autograd/ops/fused_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "zero/autograd/functional.h"
 #include "zero/autograd/grad_mode.h"
 #include "zero/kernels/attention_dropout.h"
+#include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
 
 namespace zero {
@@ -137,7 +140,21 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab, int64_t rows,
 // sum. grad_x = dlogits W keeps the row-major dlogits, contiguous along its sum over V.
 // The 16-bit Tensor-Core GEMMs read either layout at full rate (the blocks' Linear layers
 // rely on it), so in BF16 and F16 the GEMM takes dlogits^T and x as views instead, and
-// the chunk's backward writes dlogits once (docs/speed_notes.md, item 29).
+// the chunk's backward writes dlogits once (docs/speed_notes.md, item 29). In TF32 one
+// operand along the sum may be enough (Note [K-major weight gradients in TF32] in
+// kernels/cuda/split_tf32.cuh): with ZERO_TF32_HEAD_GRAD=x only x is transposed, which
+// saves the chunk's backward a third of its bytes (a write of the [n, V] gradient).
+namespace {
+bool head_transposes_dlogits() {
+  static const bool x_only = [] {
+    const char* value = std::getenv("ZERO_TF32_HEAD_GRAD");
+    return value != nullptr && std::strcmp(value, "x") == 0;
+  }();
+  return !(x_only && matmul_precision() == MatmulPrecision::kTf32);
+}
+}  // namespace
+
+
 void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const Tensor& targets,
                                    const Tensor& loss, const Tensor& grad, Tensor& grad_x,
                                    Tensor& grad_weight) {
@@ -145,14 +162,15 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
   const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
   Tensor buffer = Tensor::Empty({chunk, vocab}, x.options());  // (chunk, V)
   Tensor buffer_t, x_t;  // (chunk * V) flat, for dlogits^T; (C, N): FP32 only
-  const bool copy_transposed = grad_weight.defined() && x.dtype() == DataType::F32;
+  const bool copy_x = grad_weight.defined() && x.dtype() == DataType::F32;
+  const bool copy_transposed = copy_x && head_transposes_dlogits();
   // In BF16 or F16 the chunks add into an FP32 sum, rounded once at the end.
   const bool sum_in_f32 =
       grad_weight.defined() && grad_weight.dtype() != DataType::F32 && n > chunk_rows_;
   Tensor grad_weight_sum = sum_in_f32 ? Tensor::Empty(grad_weight.sizes(), f32_like(grad_weight))
                                       : grad_weight;  // (V, C)
-  if (copy_transposed) {
-    buffer_t = Tensor::Empty({chunk * vocab}, x.options());
+  if (copy_transposed) buffer_t = Tensor::Empty({chunk * vocab}, x.options());
+  if (copy_x) {
     x_t = Tensor::Empty({x.size(1), n}, x.options());
     ops::copy(x.Transpose(0, 1), x_t);
   }
@@ -173,9 +191,9 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
                                       grad, count_, ignore_index_, logits_t);  // -> dlogits
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     // (V, C): the first chunk writes grad_weight, the others add into it.
-    if (copy_transposed) {
-      ops::matmul(logits_t, x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight_sum,
-                  /*accumulate=*/r0 > 0);
+    if (copy_x) {
+      ops::matmul(copy_transposed ? logits_t : logits.Transpose(0, 1),
+                  x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight_sum, /*accumulate=*/r0 > 0);
     } else if (grad_weight.defined()) {
       ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight_sum, /*accumulate=*/r0 > 0);
     }
