@@ -130,7 +130,10 @@ KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out) {
   const char* env = std::getenv("ZERO_TF32_WEIGHT_GRAD");
   const std::string choice = env == nullptr ? "auto" : env;
   if (choice == "nt") return KMajor::kNone;
-  if (choice == "auto") return out <= in ? KMajor::kGrad : KMajor::kInput;  // the smaller copy
+  if (choice == "auto") {  // the smaller copy, for wide enough layers
+    if (std::min(in, out) < kKMajorMinWidth) return KMajor::kNone;
+    return out <= in ? KMajor::kGrad : KMajor::kInput;
+  }
   if (choice == "g") return KMajor::kGrad;
   if (choice == "x") return KMajor::kInput;
   if (choice == "both") return KMajor::kBoth;

@@ -75,20 +75,22 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
 // run along that sum with a stride. In one TF32 product (MX_FAST_MATMUL=tf32) cuBLASLt's
 // kernels for that layout ran at about 150 TFLOP/s on an H100 where the forward's, both
 // operands contiguous along the sum, ran at 300; a GEMM with one operand each way (the
-// input gradients') ran at 300 too. So from kKMajorMinRows rows on, the weight gradient
-// first copies one operand transposed, K-major: by default (auto) the smaller of g and x,
-// or by the environment variable ZERO_TF32_WEIGHT_GRAD g, x, both or nt (neither, as
-// before). The copy costs a pass over the operand (read and write) and a temporary of
-// its size. On an H200 auto beat nt on every char and GPT-2 shape but the head, which
-// keeps nt (its rows are fewer than its outputs); always copying g lost on the char
-// model's c_attn and c_fc, whose g is the larger (docs/speed_notes.md, item 59).
+// input gradients') ran at 300 too. So for a weight gradient of at least kKMajorMinRows
+// rows and kKMajorMinWidth inputs and outputs, the smaller of g and x is first copied
+// transposed, K-major (auto); the environment variable ZERO_TF32_WEIGHT_GRAD chooses g, x,
+// both or nt (neither) instead, at any width. The copy costs a pass over the operand (read and write) and a
+// temporary of its size. In the GPT-2 step (widths 768 to 3072) auto took 38.7 ms where
+// nt took 39.9 (H100); in the char model's (widths 384 to 1536) 11.20 against 11.08: its
+// 24 copies, each of a [16384, 384] operand, cost 0.62 ms of kernels, more than its
+// GEMMs saved. Always copying g lost there too (docs/speed_notes.md, item 59).
 constexpr int64_t kKMajorMinRows = 2048;
+constexpr int64_t kKMajorMinWidth = 768;
 
 enum class KMajor { kNone, kGrad, kInput, kBoth };
 
 // Which operands of the weight gradient of a Linear with `rows` rows, `in` inputs and
 // `out` outputs to copy K-major: kNone unless the mode is TF32 and the rows are at least
-// kKMajorMinRows and outnumber in and out.
+// kKMajorMinRows and outnumber in and out; by default (auto) kNone below kKMajorMinWidth.
 KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out);
 
 // The transpose of a column-major matrix of `lines` columns of `len` packed floats (a
