@@ -77,12 +77,13 @@ SplitOperand split_tf32(const float* x, bool trans, bool second, int64_t dim, in
 // operands contiguous along the sum, ran at 300; a GEMM with one operand each way (the
 // input gradients') ran at 300 too. So for a weight gradient of at least kKMajorMinRows
 // rows and kKMajorMinWidth inputs and outputs, the smaller of g and x is first copied
-// transposed, K-major (auto); the environment variable ZERO_TF32_WEIGHT_GRAD chooses g, x,
-// both or nt (neither) instead, at any width. The copy costs a pass over the operand (read and write) and a
-// temporary of its size. In the GPT-2 step (widths 768 to 3072) auto took 38.7 ms where
-// nt took 39.9 (H100); in the char model's (widths 384 to 1536) 11.20 against 11.08: its
-// 24 copies, each of a [16384, 384] operand, cost 0.62 ms of kernels, more than its
-// GEMMs saved. Always copying g lost there too (docs/speed_notes.md, item 59).
+// transposed, K-major (auto); the environment variable ZERO_TF32_WEIGHT_GRAD chooses g,
+// x, both or nt (neither) instead, at any width. The copy costs a pass over the operand
+// (read and write) and a temporary of its size. In the GPT-2 step (widths 768 to 3072)
+// auto took 38.7 ms where nt took 39.9 (H100); in the char model's (widths 384 to 1536)
+// 11.20 against 11.08: its 24 copies, each of a [16384, 384] operand, cost 0.62 ms of
+// kernels, more than its GEMMs saved. Always copying g lost there too
+// (docs/speed_notes.md, item 59).
 constexpr int64_t kKMajorMinRows = 2048;
 constexpr int64_t kKMajorMinWidth = 768;
 
