@@ -11,6 +11,7 @@
 #include "tests/support/test_support.h"
 #include "zero/autograd/ops/fused_ops.h"
 #include "zero/core/philox.h"
+#include "zero/kernels/precision.h"
 
 namespace zero {
 namespace {
@@ -465,6 +466,25 @@ TEST_P(FusedOpsTest, LinearCrossEntropyBackwardOfTheLossItself) {
                       loss.Backward();
                     }),
                     twice, 1e-4f, 1e-6f);
+}
+
+// In TF32 the head's weight gradient reads the chunk's dlogits as a transposed view and
+// x transposed once (Note [The head's weight gradient]): the same gradients as IEEE FP32,
+// within TF32's rounding of the products' operands (10 mantissa bits), for several chunks
+// and with the gradients made in the forward or in the backward. A transposed operand
+// read the wrong way would be off by the size of the gradients themselves.
+TEST_P(FusedOpsTest, LinearCrossEntropyTf32MatchesIeee) {
+  const int64_t n = 37, c = 8, vocab = 11;
+  Tensor x = randn_leaf({n, c}, device(), 56);
+  Tensor w = randn_leaf({vocab, c}, device(), 57);
+  Tensor t = targets_of(some_targets(n, vocab, 5), device());
+  const std::vector<Tensor> want = grads_of([&] { return lce_reference(x, w, t, -100); }, {x, w});
+  const ScopedMatmulPrecision tf32(MatmulPrecision::kTf32);
+  for (bool in_forward : {false, true}) {
+    SCOPED_TRACE(in_forward ? "made in the forward" : "made in the backward");
+    expect_same_grads(grads_of([&] { return lce_chunked(x, w, t, 5, -100, in_forward); }, {x, w}),
+                      want, 1e-2f, 1e-3f);
+  }
 }
 
 TEST_P(FusedOpsTest, LinearCrossEntropyAllIgnoredIsZero) {
