@@ -2,7 +2,8 @@
 // exact-FP32 way and in TF32:
 //   forward      y = x W^T + b          (cuBLASLt, bias in the epilogue)
 //   grad_x       g W                    (cuBLAS matmul)
-//   grad_w, b    g^T x and g's column sum (cuBLASLt; BGRADB unless split TF32)
+//   grad_w, b    g^T x and g's column sum (cuBLASLt; BGRADB unless split TF32 or, in
+//                TF32, g copied K-major: Note [K-major weight gradients in TF32])
 // plus, for split TF32, the passes that write the pieces of x for the forward and of g
 // for the weight gradient (the latter also transposes it: split_tf32.cuh).
 //
@@ -31,9 +32,10 @@ int main(int argc, char** argv) {
   }
   struct Shape { const char* name; int64_t n, in, out; };
   const Shape shapes[] = {
-      {"char c_attn", 16384, 384, 1152}, {"char c_fc", 16384, 384, 1536},
-      {"char mlp c_proj", 16384, 1536, 384}, {"gpt2 c_attn", 8192, 768, 2304},
-      {"gpt2 c_fc", 8192, 768, 3072}, {"gpt2 mlp c_proj", 8192, 3072, 768},
+      {"char c_attn", 16384, 384, 1152},     {"char attn c_proj", 16384, 384, 384},
+      {"char c_fc", 16384, 384, 1536},       {"char mlp c_proj", 16384, 1536, 384},
+      {"gpt2 c_attn", 8192, 768, 2304},      {"gpt2 attn c_proj", 8192, 768, 768},
+      {"gpt2 c_fc", 8192, 768, 3072},        {"gpt2 mlp c_proj", 8192, 3072, 768},
       {"gpt2 lm_head", 1280, 768, 50304}};
   const TensorOption gpu = TensorOption().OnDevice(Device::Cuda(0));
   std::printf("%-16s %-6s %18s %18s %18s %10s %10s\n", "shape", "mode", "forward ms TF/s",
