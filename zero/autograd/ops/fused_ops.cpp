@@ -166,24 +166,16 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
     const Tensor x_chunk = x.Slice(0, r0, r1);          // (rows, C)
     const Tensor logits = buffer.Slice(0, 0, rows);     // (rows, V)
     ops::matmul(x_chunk, weight_t, logits);
-    const bool wants_grad = grad_x.defined() || grad_weight.defined();
-    // With no transposed copy to write, the forward turns the logits into dlogits in the
-    // same pass (Note [One pass over a row of logits] in kernels/cuda/linear_ce.cu).
-    const bool grad_in_forward = loss.defined() && wants_grad && !copy_transposed;
     if (loss.defined()) {
       ops::cross_entropy_chunk_forward(logits, targets.Slice(0, r0, r1), ignore_index_, count_,
-                                       lse_.Slice(0, r0, r1), loss,
-                                       grad_in_forward ? grad : Tensor());
+                                       lse_.Slice(0, r0, r1), loss);
     }
-    if (!wants_grad) continue;
+    if (!grad_x.defined() && !grad_weight.defined()) continue;
     const Tensor logits_t = copy_transposed
                                 ? buffer_t.Slice(0, 0, rows * vocab).View({vocab, rows})
                                 : Tensor();  // (V, rows)
-    if (!grad_in_forward) {
-      ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1),
-                                        lse_.Slice(0, r0, r1), grad, count_, ignore_index_,
-                                        logits_t);  // -> dlogits
-    }
+    ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
+                                      grad, count_, ignore_index_, logits_t);  // -> dlogits
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     // (V, C): the first chunk writes grad_weight, the others add into it.
     if (copy_x) {

@@ -135,13 +135,6 @@ int64_t span(cublasOperation_t op, int64_t rows, int64_t cols, int64_t ld, int64
   return (batch - 1) * stride + (stored_cols - 1) * ld + stored_rows;
 }
 
-// Whether cuBLAS's operands of gemm and gemm_16bit are packed, as cuBLASLt's calls
-// (lt_gemm) take them: op(B) N x K and op(A) K x M, each with the leading dimension of
-// its stored rows.
-bool packed(const MatrixLayout& la, const MatrixLayout& lb, int64_t M, int64_t N, int64_t K) {
-  return lb.ld == (lb.row_major ? N : K) && la.ld == (la.row_major ? K : M);
-}
-
 // C = A B, or C += A B with beta = 1.
 void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb,
           int64_t M, int64_t N, int64_t K, const float* A, int64_t stride_a, const float* B,
@@ -188,19 +181,14 @@ void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const Matri
 // (theirs or FP32): the Tensor Cores multiply the 16-bit operands and accumulate in
 // FP32 (CUBLAS_COMPUTE_32F), and C is rounded once. Pointers are raw: the operands'
 // element offsets were applied by the caller.
-void gemm_16bit(int device, cublasHandle_t handle, const MatrixLayout& la,
-                const MatrixLayout& lb, int64_t M, int64_t N, int64_t K, cudaDataType_t ab,
-                const void* A, int64_t stride_a, const void* B, int64_t stride_b,
-                cudaDataType_t c_type, void* C, int64_t batch, float beta) {
+void gemm_16bit(cublasHandle_t handle, const MatrixLayout& la, const MatrixLayout& lb, int64_t M,
+                int64_t N, int64_t K, cudaDataType_t ab, const void* A, int64_t stride_a,
+                const void* B, int64_t stride_b, cudaDataType_t c_type, void* C, int64_t batch,
+                float beta) {
   // C^T (N x M) = op(B) op(A), see Note [Row-major tensors in a column-major library].
   const cublasOperation_t op_b = lb.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   const cublasOperation_t op_a = la.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   const float alpha = 1.0f;
-  if (batch == 1 && beta == 0.0f && packed(la, lb, M, N, K) &&
-      cuda::lt_gemm(device, op_b == CUBLAS_OP_T, op_a == CUBLAS_OP_T, N, M, K, ab, B, A, c_type,
-                    C)) {
-    return;  // through cuBLASLt, its algorithm timed as for the Linear layers
-  }
   if (batch == 1) {
     ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, ab, lb.ld, A, ab,
                                    la.ld, &beta, C, c_type, N, CUBLAS_COMPUTE_32F,
@@ -253,7 +241,7 @@ void matmul_cuda(const Tensor& a_in, const Tensor& b_in, const Tensor& out, bool
   const auto run = [&](int64_t oa, int64_t sa, int64_t ob, int64_t sb, int64_t oc,
                        int64_t count) {
     if (a.dtype() != DataType::F32) {
-      gemm_16bit(out.device().index(), handle, la, lb, M, N, K, cuda::cuda_dtype(a.dtype()), element(a, oa), sa,
+      gemm_16bit(handle, la, lb, M, N, K, cuda::cuda_dtype(a.dtype()), element(a, oa), sa,
                  element(b, ob), sb, cuda::cuda_dtype(out.dtype()),
                  const_cast<void*>(element(out, oc)), count, beta);
       return;

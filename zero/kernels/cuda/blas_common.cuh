@@ -67,16 +67,6 @@ bool split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t 
 bool lt_matmul(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                const float* A, const float* B, float* D, cublasLtEpilogue_t epilogue,
                float* bias, float* aux = nullptr, const float* C = nullptr);
-// Column-major D (m x n, ld m) = op(A) op(B), no epilogue, through cuBLASLt with its
-// algorithm chosen by timing (Note [Choosing a GEMM algorithm] in blas_lt.cu): matmul's
-// plain products (blas.cu) of 16-bit operands. A and B packed as for lt_matmul, of
-// `ab_type`, with FP32 accumulation; D of `d_type`. Not for FP32 operands: in the TF32
-// mode the timing may pick an FP32 kernel for a small shape, which the mode's name would
-// not describe. Defined in blas_lt.cu; returns false, having done nothing, when
-// cuBLASLt has no algorithm.
-bool lt_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-             cudaDataType_t ab_type, const void* A, const void* B, cudaDataType_t d_type,
-             void* D);
 // lt_matmul for the tensors of a BF16 or F16 Linear: A and B of one 16-bit dtype, D of
 // theirs or FP32, the bias (may be undefined) and aux (may be undefined, else D's
 // dtype) likewise, and C (may be undefined, else D's dtype and shape) added as in

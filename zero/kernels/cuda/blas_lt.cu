@@ -57,13 +57,10 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 // weight gradient of a Linear layer, g^T x with a long reduction (k = B*T rows) and a
 // small [out, in] output, its first choice can leave most of the GPU idle. So the first
 // call of each shape (sizes, transposes, epilogue, precision mode) runs the heuristic's
-// top kCandidates, timed with CUDA events over kTimedRuns runs each after one to warm
-// up, and remembers the fastest; every later call of that shape uses it directly. The
-// price is one host synchronisation per shape, in the first training step. One timed run
-// a candidate let the GPU's noise choose: GPT-2's attention c_proj, 9.7 GFLOP, took a
-// kernel running at 340 TFLOP/s in BF16 (docs/speed_notes.md, item 63).
-constexpr int kCandidates = 16;
-constexpr int kTimedRuns = 3;
+// top kCandidates once each, timed with CUDA events, and remembers the fastest; every
+// later call of that shape uses it directly. The price is one host synchronisation per
+// shape, in the first training step.
+constexpr int kCandidates = 8;
 
 struct AlgoKey {
   int device;
@@ -92,8 +89,8 @@ const cublasLtMatmulAlgo_t* tuned_algo(const AlgoKey& key) {
   return it == tuned().end() ? nullptr : &it->second;
 }
 
-// Times each candidate with `run` (a warm-up call, then kTimedRuns timed calls) and
-// remembers the fastest that succeeds; null if none does.
+// Times each candidate with `run` (a warm-up call, then one timed call) and remembers the
+// fastest that succeeds; null if none does.
 template <typename Run>
 const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
                                              const cublasLtMatmulHeuristicResult_t* candidates,
@@ -106,7 +103,7 @@ const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
   for (int i = 0; i < count; ++i) {
     if (run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
     ZERO_CUDA_CHECK(cudaEventRecord(start, cuda::current_stream()));
-    for (int r = 0; r < kTimedRuns; ++r) (void)run(candidates[i].algo);  // it ran above
+    if (run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
     ZERO_CUDA_CHECK(cudaEventRecord(stop, cuda::current_stream()));
     ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0.0f;
@@ -259,14 +256,6 @@ bool cuda::lt_matmul_16bit(int device, bool trans_a, bool trans_b, int64_t m, in
                       bias.defined() ? bias.data() : nullptr, 0.0f, d_type,
                       bias.defined() ? cuda::cuda_dtype(bias.dtype()) : d_type,
                       aux.defined() ? aux.data() : nullptr, C.defined() ? C.data() : nullptr);
-}
-
-bool cuda::lt_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                   cudaDataType_t ab_type, const void* A, const void* B, cudaDataType_t d_type,
-                   void* D) {
-  ZERO_ASSERT(ab_type != CUDA_R_32F, "lt_gemm takes 16-bit operands");
-  return lt_matmul_in(CUBLAS_COMPUTE_32F, ab_type, device, trans_a, trans_b, m, n, k, A, B, D,
-                      CUBLASLT_EPILOGUE_DEFAULT, nullptr, 0.0f, d_type, d_type);
 }
 
 bool cuda::split_tf32_gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n,

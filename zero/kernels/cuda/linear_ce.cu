@@ -2,9 +2,7 @@
 // non-ignored targets (kept on the device, so no chunk synchronises with the host),
 // the forward of one chunk (row logsumexp, then one block adds the chunk's summed
 // losses / count to the loss, in a fixed order so the result is deterministic), and
-// the backward done in place on the chunk's logits (optionally also written transposed),
-// or both in one kernel when the forward makes the gradient (Note [One pass over a row of
-// logits]).
+// the backward done in place on the chunk's logits (optionally also written transposed).
 // A target outside [0, V) gives a NaN loss: see Note [Bad indices on the GPU]. The
 // chunk's logits (and the transposed gradient) may be f32, bf16 or f16 (the kernels'
 // T): each is loaded into float and each gradient rounded once; lse, count and the loss
@@ -39,32 +37,6 @@ __global__ void chunk_rows_kernel(const T* logits, const int32_t* targets, int i
                                   float* lse, float* row_loss, int64_t V) {
   cuda::cross_entropy_row(logits + blockIdx.x * V, targets[blockIdx.x], ignore_index, V,
                           &lse[blockIdx.x], &row_loss[blockIdx.x]);
-}
-
-// Note [One pass over a row of logits]
-// When the forward also makes the gradient (Note [Gradients in the forward pass] in
-// autograd/ops/fused_ops.cpp), the row's logsumexp and its gradient were two kernels, each
-// reading the whole chunk from memory: for GPT-2 a BF16 row is 100 KB and a chunk of 2048
-// rows 206 MB, 85 and 147 us a chunk on an H100 (docs/speed_notes.md, item 63). One
-// block now does both to its row: the gradient pass reads the row again right after the
-// logsumexp's, and finds it in the L2 cache if the rows in flight fit there. Long rows
-// therefore take 1024 threads a block, two blocks an SM: 264 rows, 26 MB in BF16 on an
-// H100 (50 MB of L2), where 256-thread blocks would hold four times as many rows.
-constexpr int64_t kLongRow = 8192;
-constexpr int kLongRowThreads = 1024;
-
-template <typename T>
-__global__ void chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
-                                       float* lse, float* row_loss, const float* grad_loss,
-                                       const float* count, int64_t V) {
-  __shared__ float row_lse;
-  const int32_t t = targets[blockIdx.x];
-  T* row = logits + blockIdx.x * V;
-  cuda::cross_entropy_row(row, t, ignore_index, V, &row_lse, &row_loss[blockIdx.x]);
-  __syncthreads();  // row_lse, written by thread 0, for every thread
-  if (threadIdx.x == 0) lse[blockIdx.x] = row_lse;
-  const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
-  cuda::cross_entropy_grad_row<T>(row, row, t, row_lse, scale, V);
 }
 
 // One block: loss += sum(row_loss) / count (nothing when count is 0).
@@ -130,22 +102,12 @@ void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /
 
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets,
                                       int ignore_index, const Tensor& count, const Tensor& lse,
-                                      const Tensor& loss, const Tensor& grad_loss) {
+                                      const Tensor& loss) {
   const int64_t n = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
   Tensor row_loss = Tensor::Empty({n}, lse.options());  // (n) FP32
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (grad_loss.defined()) {
-      const int threads = V >= kLongRow ? kLongRowThreads : kRowThreads;
-      chunk_rows_grad_kernel<T><<<static_cast<unsigned>(n), threads, 0,
-                                  cuda::current_stream()>>>(
-          logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index,
-          lse.data_ptr<float>(), row_loss.data_ptr<float>(), grad_loss.data_ptr<float>(),
-          count.data_ptr<float>(), V);
-      ZERO_CUDA_LAUNCH_CHECK();
-      return;
-    }
     chunk_rows_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
         logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
         row_loss.data_ptr<float>(), V);
