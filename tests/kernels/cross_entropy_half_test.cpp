@@ -2,7 +2,8 @@
 // and the chunked pieces of kernels/linear_cross_entropy.cpp): FP32 log-sum-exp and
 // loss, and gradients rounded once into the logits' dtype (also transposed), against
 // the FP32 kernels on the same rounded logits (Note [Testing a 16-bit kernel against
-// FP32] in half_support.h); a GPT-2-wide row whose sum only FP32 gets right; the checks.
+// FP32] in half_support.h); the chunk's forward that also makes the gradient; a
+// GPT-2-wide row whose sum only FP32 gets right; the checks.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -108,6 +109,36 @@ TEST_P(CrossEntropyHalfTest, ChunksMatchTheFp32Chunks) {
       const Tensor grad2 = as(logits, dtype, device());
       ops::cross_entropy_chunk_backward(grad2, th, lse, grad_loss.To(device()), ch, kIgnore);
       expect_rounded_from(grad2, want_grad);
+    }
+  }
+}
+
+// The chunk's forward given grad_loss also makes the gradient in place: one kernel
+// reading each row once on CUDA where the row fits in shared memory (8200 and 60000
+// values in BF16 and F16, 8200 in F32), the two kernels otherwise (304 values, and
+// 60000 in F32: 240 KB). Against the FP32 forward and backward run one after the other.
+TEST_P(CrossEntropyHalfTest, ChunkForwardMakesTheGradientAsTheBackwardDoes) {
+  for (int64_t vocab : {int64_t{304}, int64_t{8200}, int64_t{60000}}) {
+    SCOPED_TRACE("vocabulary " + std::to_string(vocab));
+    const Tensor targets = test_targets(vocab), grad_loss = Tensor::Scalar(0.75f);
+    for (DataType dtype : {DataType::F32, DataType::BF16, DataType::F16}) {
+      SCOPED_TRACE(to_string(dtype));
+      const Tensor logits = rounded_randn({kRows, vocab}, dtype, 43, 3.0f);
+      const Tensor count = Tensor::Empty({});
+      ops::cross_entropy_count(targets, kIgnore, vocab, count);
+      const Tensor want_loss = Tensor::Zeros({}), want_lse = Tensor::Empty({kRows});
+      const Tensor want_grad = logits.Clone();
+      ops::cross_entropy_chunk_forward(want_grad, targets, kIgnore, count, want_lse, want_loss);
+      ops::cross_entropy_chunk_backward(want_grad, targets, want_lse, grad_loss, count, kIgnore);
+
+      const Tensor th = targets.To(device()), grad = as(logits, dtype, device());
+      const Tensor loss = Tensor::Zeros({}, TensorOption().OnDevice(device()));
+      const Tensor lse = empty({kRows}, DataType::F32, device());
+      ops::cross_entropy_chunk_forward(grad, th, kIgnore, count.To(device()), lse, loss,
+                                       grad_loss.To(device()));
+      expect_rounded_from(lse, want_lse);
+      expect_rounded_from(loss, want_loss);
+      expect_rounded_from(grad, want_grad);
     }
   }
 }

@@ -46,6 +46,23 @@ TEST_P(MatmulModesCudaTest, MatchesTheCpuGemmWithinTheModesTolerance) {
   }
 }
 
+// The shape of a Linear's input gradient g W: many rows against a small row-major
+// right operand, which TF32 mode copies K-major first (Note [K-major input gradients in
+// TF32] in kernels/cuda/split_tf32.cuh); into an output that already holds a sum too.
+TEST_P(MatmulModesCudaTest, InputGradientShapeMatchesTheCpu) {
+  set_matmul_precision(parse_matmul_precision(GetParam().name));
+  Generator gen(9);
+  const Tensor g = Tensor::Randn({640, 96}, TensorOption(), &gen);
+  const Tensor w = Tensor::Randn({96, 72}, TensorOption(), &gen);
+  const Tensor start = Tensor::Randn({640, 72}, TensorOption(), &gen);
+  const Tensor got = start.Cuda().Clone();
+  ops::matmul(g.Cuda(), w.Cuda(), got, /*accumulate=*/true);
+  const Tensor want = matmul(g, w) + start;  // CPU
+  EXPECT_LT(max_relative_error(got.Cpu(), want), GetParam().tolerance);
+  const Tensor plain = matmul(g.Cuda(), w.Cuda());
+  EXPECT_LT(max_relative_error(plain.Cpu(), matmul(g, w)), GetParam().tolerance);
+}
+
 TEST_P(MatmulModesCudaTest, GradientsMatchTheCpuWithinTheModesTolerance) {
   set_matmul_precision(parse_matmul_precision(GetParam().name));
   Generator gen(8);

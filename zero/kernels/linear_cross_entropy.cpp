@@ -42,14 +42,20 @@ void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
 }
 
 void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
-                                 const Tensor& count, const Tensor& lse, const Tensor& loss) {
+                                 const Tensor& count, const Tensor& lse, const Tensor& loss,
+                                 const Tensor& grad_loss) {
   const char* op = "cross_entropy_chunk_forward";
   check_same_device(op, {&logits, &targets, &count, &lse, &loss});
   check_chunk(op, logits, targets, lse);
   check_scalar(op, count, "count");
   check_scalar(op, loss, "loss");
+  if (grad_loss.defined()) {
+    check_same_device(op, {&logits, &grad_loss});
+    check_scalar(op, grad_loss, "grad_loss");
+  }
   if (logits.size(0) == 0) return;
-  cross_entropy_chunk_forward_stub(logits.device(), logits, targets, ignore_index, count, lse, loss);
+  cross_entropy_chunk_forward_stub(logits.device(), logits, targets, ignore_index, count, lse, loss,
+                                   grad_loss);
 }
 
 void cross_entropy_chunk_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,

@@ -363,8 +363,12 @@ void cross_entropy_count(const Tensor& targets, int ignore_index, int64_t vocab,
 /// F32, BF16 or F16, and the transposed gradient of the backward the same): writes
 /// `lse` [n] = row logsumexp of `logits` [n, V] and adds the chunk's summed row losses
 /// divided by the batch's `count` to one-element `loss` (adds 0 when count is 0).
+/// With a one-element F32 `grad_loss` it then also turns `logits` into their gradient
+/// in place, as cross_entropy_chunk_backward with no transposed copy would (on CUDA
+/// with one read of each row where it fits in shared memory).
 void cross_entropy_chunk_forward(const Tensor& logits, const Tensor& targets, int ignore_index,
-                                 const Tensor& count, const Tensor& lse, const Tensor& loss);
+                                 const Tensor& count, const Tensor& lse, const Tensor& loss,
+                                 const Tensor& grad_loss = Tensor());
 /// In place: turns a chunk's `logits` [n, V] into their gradient
 /// `grad_loss / count * (softmax(logits) - onehot(target))`, zero rows for ignored targets.
 /// When `transposed` (contiguous [V, n]) is given it receives the same gradient

@@ -166,16 +166,22 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
     const Tensor x_chunk = x.Slice(0, r0, r1);          // (rows, C)
     const Tensor logits = buffer.Slice(0, 0, rows);     // (rows, V)
     ops::matmul(x_chunk, weight_t, logits);
+    const bool wanted = grad_x.defined() || grad_weight.defined();
+    // With no transposed copy to write, the forward makes dlogits too, reading each
+    // row once (Note [One read of the head's rows] in kernels/cuda/linear_ce.cu).
+    const bool at_once = loss.defined() && wanted && !copy_transposed;
     if (loss.defined()) {
       ops::cross_entropy_chunk_forward(logits, targets.Slice(0, r0, r1), ignore_index_, count_,
-                                       lse_.Slice(0, r0, r1), loss);
+                                       lse_.Slice(0, r0, r1), loss, at_once ? grad : Tensor());
     }
-    if (!grad_x.defined() && !grad_weight.defined()) continue;
+    if (!wanted) continue;
     const Tensor logits_t = copy_transposed
                                 ? buffer_t.Slice(0, 0, rows * vocab).View({vocab, rows})
                                 : Tensor();  // (V, rows)
-    ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
-                                      grad, count_, ignore_index_, logits_t);  // -> dlogits
+    if (!at_once) {
+      ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
+                                        grad, count_, ignore_index_, logits_t);  // -> dlogits
+    }
     if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
     // (V, C): the first chunk writes grad_weight, the others add into it.
     if (copy_x) {

@@ -23,8 +23,14 @@ void cross_entropy_count_cpu(const Tensor& targets, int ignore_index, int64_t vo
       pt, pt + n, [ignore_index](int32_t t) { return t != ignore_index; }));
 }
 
+void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& targets,
+                                      const Tensor& lse, const Tensor& grad_loss,
+                                      const Tensor& count, int ignore_index,
+                                      const Tensor& transposed);
+
 void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
-                                     const Tensor& count, const Tensor& lse, const Tensor& loss) {
+                                     const Tensor& count, const Tensor& lse, const Tensor& loss,
+                                     const Tensor& grad_loss) {
   const int64_t n = logits.size(0), v = logits.size(1);
   const int32_t* pt = targets.data_ptr<int32_t>();
   float* plse = lse.data_ptr<float>();
@@ -37,6 +43,9 @@ void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets
   // Every row of the batch ignored: the loss is 0 (not 0/0), as in cross_entropy.
   const float c = *count.data_ptr<float>();
   if (c > 0.0f) *loss.data_ptr<float>() += static_cast<float>(total / c);
+  if (grad_loss.defined()) {
+    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index, Tensor());
+  }
 }
 
 void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& targets,

@@ -166,7 +166,15 @@ void gemm(int device, cublasHandle_t handle, const MatrixLayout& la, const Matri
     }
     return;  // a16 and b16 go back to the allocator, ordered after the GEMM on one stream
   }
-  if (batch == 1) {
+  if (batch == 1 && cuda::tf32_copy_first_operand(op_b == CUBLAS_OP_T, op_a == CUBLAS_OP_T, N, M,
+                                                   K, lb.ld)) {
+    // Note [K-major input gradients in TF32] (split_tf32.cuh): B's K columns of N
+    // floats, copied as N columns of K; the copy returns to the allocator after the GEMM.
+    const Tensor b_k = cuda::k_major_copy(B, K, N, device);  // (N, K) row-major
+    ZERO_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, op_a, N, M, K, &alpha, b_k.data(),
+                                   CUDA_R_32F, K, A, CUDA_R_32F, la.ld, &beta, C, CUDA_R_32F, N,
+                                   compute_type(), CUBLAS_GEMM_DEFAULT));
+  } else if (batch == 1) {
     ZERO_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, CUDA_R_32F, lb.ld, A,
                                    CUDA_R_32F, la.ld, &beta, C, CUDA_R_32F, N, compute_type(),
                                    CUBLAS_GEMM_DEFAULT));

@@ -45,6 +45,15 @@ __device__ inline void fold_group(const float* x, int count, float& m, float& s)
   m = m_new;
 }
 
+// Block-wide: the logsumexp of a row from each thread's running (m, s), for every
+// thread. `scratch` holds 2 x 32 floats.
+__device__ inline float row_logsumexp(float m, float s, float (*scratch)[32]) {
+  const float row_max = block_max(m, scratch[0]);
+  s = m > -INFINITY ? s * __expf(m - row_max) : s;  // s is 0 here unless it is NaN
+  s = block_sum(s, scratch[1]);
+  return row_max + __logf(s);
+}
+
 template <typename T>
 __device__ inline void cross_entropy_row(const T* row, int32_t t, int ignore_index, int64_t V,
                                          float* lse, float* loss) {
@@ -73,12 +82,8 @@ __device__ inline void cross_entropy_row(const T* row, int32_t t, int ignore_ind
       fold_group(&x, 1, m, s);
     }
   }
-  const float row_max = block_max(m, scratch[0]);
-  s = m > -INFINITY ? s * __expf(m - row_max) : s;  // s is 0 here unless it is NaN
-  s = block_sum(s, scratch[1]);
-  m = row_max;
+  const float l = row_logsumexp(m, s, scratch);
   if (threadIdx.x == 0) {
-    const float l = m + __logf(s);
     *lse = l;
     const bool valid = t >= 0 && t < V;
     *loss = t == ignore_index ? 0.0f : (valid ? l - static_cast<float>(row[t]) : NAN);

@@ -7,6 +7,9 @@
 // chunk's logits (and the transposed gradient) may be f32, bf16 or f16 (the kernels'
 // T): each is loaded into float and each gradient rounded once; lse, count and the loss
 // are FP32.
+#include <cstdlib>
+#include <string>
+
 #include "zero/kernels/cuda/block_reduce.cuh"
 #include "zero/kernels/cuda/cross_entropy.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
@@ -37,6 +40,90 @@ __global__ void chunk_rows_kernel(const T* logits, const int32_t* targets, int i
                                   float* lse, float* row_loss, int64_t V) {
   cuda::cross_entropy_row(logits + blockIdx.x * V, targets[blockIdx.x], ignore_index, V,
                           &lse[blockIdx.x], &row_loss[blockIdx.x]);
+}
+
+// Note [One read of the head's rows]
+// When the forward also makes the gradient (Note [Gradients in the forward pass] in
+// autograd/ops/fused_ops.cpp), a chunk's row is read for its logsumexp, then read
+// again and written as its gradient. A GPT-2 row is 50304 values and a chunk 2048 rows:
+// the second read misses L2, and reading the row back from global memory in the same
+// kernel gained nothing (docs/speed_notes.md, item 63). So this kernel keeps the row in
+// shared memory (98 KB in BF16, two blocks an SM) between the two: pack k goes back to
+// the thread that loaded it, and only the block's reductions need barriers. Rows that
+// do not fit, or cannot be read in 16-byte packs, take the two kernels.
+// ZERO_CE_ONE_PASS=0 takes the two kernels always, to time one against the other.
+constexpr int kOnePassThreads = 1024;
+
+template <typename T>
+__global__ void __launch_bounds__(kOnePassThreads)
+chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
+                       const float* grad_loss, const float* count, float* lse,
+                       float* row_loss, int64_t V) {
+  extern __shared__ float4 kept_storage[];  // (V / kPack) packs of the row
+  __shared__ float scratch[2][32];
+  using P = cuda::Pack<T>;
+  constexpr int N = cuda::kPack<T>;
+  P* const kept = reinterpret_cast<P*>(kept_storage);
+  P* const packs = reinterpret_cast<P*>(logits + blockIdx.x * V);
+  const int64_t n_packs = V / N, step = blockDim.x;
+  float m = -INFINITY, s = 0.0f;
+  for (int64_t i = threadIdx.x; i < n_packs; i += cuda::kRowUnroll * step) {
+    float x[cuda::kRowUnroll * N];
+#pragma unroll
+    for (int u = 0; u < cuda::kRowUnroll; ++u) {
+      const int64_t k = i + u * step;
+      P p;
+      if (k < n_packs) kept[k] = p = packs[k];
+#pragma unroll
+      for (int e = 0; e < N; ++e) x[u * N + e] = k < n_packs ? static_cast<float>(p.v[e]) : -INFINITY;
+    }
+    cuda::fold_group(x, cuda::kRowUnroll * N, m, s);
+  }
+  const float l = cuda::row_logsumexp(m, s, scratch);  // its barriers publish `kept`
+  const int32_t t = targets[blockIdx.x];
+  if (threadIdx.x == 0) {
+    lse[blockIdx.x] = l;
+    const bool valid = t >= 0 && t < V;
+    row_loss[blockIdx.x] =
+        t == ignore_index ? 0.0f : (valid ? l - static_cast<float>(kept[t / N].v[t % N]) : NAN);
+  }
+  const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
+  for (int64_t k = threadIdx.x; k < n_packs; k += step) {
+    P p = kept[k];
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      const float one = k * N + e == t ? 1.0f : 0.0f;
+      p.v[e] = static_cast<T>(scale * (__expf(static_cast<float>(p.v[e]) - l) - one));
+    }
+    packs[k] = p;
+  }
+}
+
+// Whether chunk_rows_grad_kernel takes rows of V values T at `logits` on this device
+// (setting the shared memory it needs on first use), or the two kernels must.
+template <typename T>
+bool one_pass_fits(const void* logits, int64_t V) {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ZERO_CE_ONE_PASS");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  const int64_t bytes = V * static_cast<int64_t>(sizeof(T));
+  // Short rows leave most of 1024 threads idle; the two kernels use 256 a row.
+  if (!enabled || V % cuda::kPack<T> != 0 || reinterpret_cast<uintptr_t>(logits) % 16 != 0 ||
+      V < 8 * kOnePassThreads) {
+    return false;
+  }
+  int device = 0, most = 0;
+  ZERO_CUDA_CHECK(cudaGetDevice(&device));
+  ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (bytes + 2 * 32 * 4 > most) return false;
+  static const bool set = [most] {
+    ZERO_CUDA_CHECK(cudaFuncSetAttribute(chunk_rows_grad_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         most - 2 * 32 * 4));
+    return true;
+  }();
+  return set;
 }
 
 // One block: loss += sum(row_loss) / count (nothing when count is 0).
@@ -102,15 +189,30 @@ void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /
 
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets,
                                       int ignore_index, const Tensor& count, const Tensor& lse,
-                                      const Tensor& loss) {
+                                      const Tensor& loss, const Tensor& grad_loss) {
   const int64_t n = logits.size(0), V = logits.size(1);
   cuda::set_device(logits);
   Tensor row_loss = Tensor::Empty({n}, lse.options());  // (n) FP32
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    chunk_rows_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, cuda::current_stream()>>>(
+    const unsigned rows = static_cast<unsigned>(n);
+    if (grad_loss.defined() && one_pass_fits<T>(logits.data(), V)) {
+      const size_t bytes = static_cast<size_t>(V) * sizeof(T);
+      chunk_rows_grad_kernel<T><<<rows, kOnePassThreads, bytes, cuda::current_stream()>>>(
+          logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index,
+          grad_loss.data_ptr<float>(), count.data_ptr<float>(), lse.data_ptr<float>(),
+          row_loss.data_ptr<float>(), V);
+      ZERO_CUDA_LAUNCH_CHECK();
+      return;
+    }
+    chunk_rows_kernel<T><<<rows, kRowThreads, 0, cuda::current_stream()>>>(
         logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
         row_loss.data_ptr<float>(), V);
+    ZERO_CUDA_LAUNCH_CHECK();
+    if (!grad_loss.defined()) return;
+    chunk_backward_kernel<T><<<rows, kRowThreads, 0, cuda::current_stream()>>>(
+        logits.data_ptr<T>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
+        grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
     ZERO_CUDA_LAUNCH_CHECK();
   });
   chunk_mean_kernel<<<1, kReduceThreads, 0, cuda::current_stream()>>>(

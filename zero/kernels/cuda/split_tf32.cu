@@ -141,6 +141,19 @@ KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out) {
   return KMajor::kNone;
 }
 
+bool tf32_copy_first_operand(bool trans_b, bool trans_a, int64_t n, int64_t m, int64_t k,
+                             int64_t ldb) {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ZERO_TF32_GRAD_X");
+    const std::string choice = env == nullptr ? "auto" : env;
+    ZERO_CHECK(choice == "auto" || choice == "nn", "ZERO_TF32_GRAD_X: expected auto or nn, got '",
+               choice, "'");
+    return choice == "auto";
+  }();
+  return enabled && matmul_precision() == MatmulPrecision::kTf32 && !trans_b && !trans_a &&
+         ldb == n && 4 * n <= m && k >= 32;
+}
+
 Tensor k_major_copy(const float* x, int64_t lines, int64_t len, int device) {
   Tensor out = Tensor::Empty({len, lines}, TensorOption().OnDevice(Device::Cuda(device)));
   if (out.numel() == 0) return out;

@@ -94,6 +94,21 @@ enum class KMajor { kNone, kGrad, kInput, kBoth };
 // kKMajorMinRows and outnumber in and out; by default (auto) kNone below kKMajorMinWidth.
 KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out);
 
+// Note [K-major input gradients in TF32]
+// A Linear's input gradient g W reads g [N, out] along its sum but W [out, in] across
+// it: in cuBLAS's terms the first operand is MN-major, a layout Hopper's TF32
+// Tensor-Core instructions cannot read from shared memory, and cuBLAS's kernels for it
+// ran below the forward's rate on the char model's shapes (bench_linear on an H100).
+// W is small next to g, so in TF32 mode a GEMM whose first operand is MN-major, packed,
+// and at most a quarter of the size of a K-major second operand reads a K-major copy of
+// it instead: for the char model's 24 input gradients, copies of at most 2.4 MB.
+// ZERO_TF32_GRAD_X=nn turns it off, to time one against the other (docs/speed_notes.md,
+// item 64).
+// Whether cuBLAS's first operand, op(B) N x K not transposed with leading dimension
+// ldb, is copied K-major for a TF32 GEMM whose second operand, op(A) K x M, is K-major.
+bool tf32_copy_first_operand(bool trans_b, bool trans_a, int64_t n, int64_t m, int64_t k,
+                             int64_t ldb);
+
 // The transpose of a column-major matrix of `lines` columns of `len` packed floats (a
 // row-major [lines, len] matrix): a row-major [len, lines] tensor on GPU `device`.
 Tensor k_major_copy(const float* x, int64_t lines, int64_t len, int device);
