@@ -19,9 +19,7 @@
 // are always FP32; grad_weight and grad_bias receive the FP32 totals in their dtype.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <initializer_list>
-#include <string>
 #include <type_traits>
 
 #include "zero/kernels/cuda/block_reduce.cuh"
@@ -154,7 +152,7 @@ __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, con
 // 32 banks; stored by column (lane l at l * kW + e), eight lanes shared a bank and the
 // updates ran eight times over (item 46).
 constexpr int kFusedRowsPerWarp = 4;
-template <typename T, int kCols, int kW, bool kEarlyAdd>
+template <typename T, int kCols, int kW>
 __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
     const T* g, const T* x, const T* w, const float* mean, const float* rstd, const T* add,
     T* gx, float* partial, int64_t N, int64_t C) {
@@ -177,10 +175,10 @@ __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
     const T* xr = x + r * C;
     const float mu = mean[r], rs = rstd[r];
     float gv[kCols], xhat[kCols], dxhat[kCols], s1 = 0.0f, s2 = 0.0f;
-    // With kEarlyAdd (rows of up to 24 values a lane: GPT-2's 768 columns) the
-    // residual's gradient is loaded here, with g and x, so its latency is not paid again
-    // after the warp's sums; wider rows would spill the registers it takes
-    // (docs/speed_notes.md, item 64).
+    // Rows of up to 24 values a lane (GPT-2's 768 columns) also load the residual's
+    // gradient here, with g and x, so its latency is not paid again after the warp's
+    // sums; wider rows would spill the registers it takes (docs/speed_notes.md, item 64).
+    constexpr bool kEarlyAdd = kCols <= 24;
     G early[kEarlyAdd ? kCols / kW : 1];
 #pragma unroll
     for (int q = 0; q < kCols / kW; ++q) {
@@ -307,14 +305,8 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
     const bool groups =
         C % kW == 0 && all_aligned({&grad_y, &x, &weight, &grad_x}, sizeof(T) * kW) &&
         (add == nullptr || all_aligned({&grad_x_add}, sizeof(T) * kW));
-    static const bool early_add = [] {
-      const char* env = std::getenv("ZERO_LN_EARLY_ADD");
-      return env == nullptr || std::string(env) != "0";
-    }();
-    constexpr bool kEarly = kCols <= 24;
-    const auto kernel = !groups ? layer_norm_backward_fused_kernel<T, kCols, 1, false>
-                        : early_add ? layer_norm_backward_fused_kernel<T, kCols, kW, kEarly>
-                                    : layer_norm_backward_fused_kernel<T, kCols, kW, false>;
+    const auto kernel = groups ? layer_norm_backward_fused_kernel<T, kCols, kW>
+                               : layer_norm_backward_fused_kernel<T, kCols, 1>;
     ZERO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shares)));
     kernel<<<static_cast<unsigned>(blocks), kBlock, shares, cuda::current_stream()>>>(

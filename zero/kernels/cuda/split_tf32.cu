@@ -151,7 +151,7 @@ bool tf32_copy_first_operand(bool trans_b, bool trans_a, int64_t n, int64_t m, i
     return choice == "auto";
   }();
   return enabled && matmul_precision() == MatmulPrecision::kTf32 && !trans_b && !trans_a &&
-         ldb == n && 4 * n <= m && k >= 32;
+         ldb == n && 4 * n <= m && k >= 32 && std::min(n, k) < kKMajorMinWidth;
 }
 
 Tensor k_major_copy(const float* x, int64_t lines, int64_t len, int device) {

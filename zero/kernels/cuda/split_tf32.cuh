@@ -100,10 +100,12 @@ KMajor tf32_k_major(int64_t rows, int64_t in, int64_t out);
 // Tensor-Core instructions cannot read from shared memory, and cuBLAS's kernels for it
 // ran below the forward's rate on the char model's shapes (bench_linear on an H100).
 // W is small next to g, so in TF32 mode a GEMM whose first operand is MN-major, packed,
-// and at most a quarter of the size of a K-major second operand reads a K-major copy of
-// it instead: for the char model's 24 input gradients, copies of at most 2.4 MB.
-// ZERO_TF32_GRAD_X=nn turns it off, to time one against the other (docs/speed_notes.md,
-// item 64).
+// at most a quarter of the size of a K-major second operand, and narrower than
+// kKMajorMinWidth on one side reads a K-major copy of it instead: the char model's
+// step (widths 384 to 1536, 24 copies of at most 2.4 MB) took 10.76 ms against 11.04
+// on an H100; GPT-2's (widths 768 to 3072) 37.09 against 36.99, no faster, so its
+// layers keep reading W as it is (docs/speed_notes.md, item 64). ZERO_TF32_GRAD_X=nn
+// turns the copy off, to time one against the other.
 // Whether cuBLAS's first operand, op(B) N x K not transposed with leading dimension
 // ldb, is copied K-major for a TF32 GEMM whose second operand, op(A) K x M, is K-major.
 bool tf32_copy_first_operand(bool trans_b, bool trans_a, int64_t n, int64_t m, int64_t k,
