@@ -44,7 +44,8 @@ void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets
   const float c = *count.data_ptr<float>();
   if (c > 0.0f) *loss.data_ptr<float>() += static_cast<float>(total / c);
   if (grad_loss.defined()) {
-    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index, Tensor());
+    cross_entropy_chunk_backward_cpu(logits, targets, lse, grad_loss, count, ignore_index,
+                                     Tensor());
   }
 }
 

@@ -48,10 +48,13 @@ __global__ void chunk_rows_kernel(const T* logits, const int32_t* targets, int i
 // again and written as its gradient. A GPT-2 row is 50304 values and a chunk 2048 rows:
 // the second read misses L2, and reading the row back from global memory in the same
 // kernel gained nothing (docs/speed_notes.md, item 63). So this kernel keeps the row in
-// shared memory (98 KB in BF16, two blocks an SM) between the two: pack k goes back to
+// shared memory (98 KB in BF16, 197 KB in FP32) between the two: pack k goes back to
 // the thread that loaded it, and only the block's reductions need barriers. Rows that
-// do not fit, or cannot be read in 16-byte packs, take the two kernels.
-// ZERO_CE_ONE_PASS=0 takes the two kernels always, to time one against the other.
+// do not fit, or cannot be read in 16-byte packs, take the two kernels. At 49
+// registers a thread, one block of 1024 threads fills an SM's registers, so a block's
+// barriers and writes do not overlap another block's reads (item 64: the step gained
+// less than predicted). ZERO_CE_ONE_PASS=0 takes the two kernels always, to time one
+// against the other.
 constexpr int kOnePassThreads = 1024;
 
 template <typename T>
@@ -75,7 +78,9 @@ chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
       P p;
       if (k < n_packs) kept[k] = p = packs[k];
 #pragma unroll
-      for (int e = 0; e < N; ++e) x[u * N + e] = k < n_packs ? static_cast<float>(p.v[e]) : -INFINITY;
+      for (int e = 0; e < N; ++e) {
+        x[u * N + e] = k < n_packs ? static_cast<float>(p.v[e]) : -INFINITY;
+      }
     }
     cuda::fold_group(x, cuda::kRowUnroll * N, m, s);
   }
