@@ -51,10 +51,10 @@ __global__ void chunk_rows_kernel(const T* logits, const int32_t* targets, int i
 // shared memory (98 KB in BF16, 197 KB in FP32) between the two: pack k goes back to
 // the thread that loaded it, and only the block's reductions need barriers. Rows that
 // do not fit, or cannot be read in 16-byte packs, take the two kernels. At 49
-// registers a thread, one block of 1024 threads fills an SM's registers, so a block's
-// barriers and writes do not overlap another block's reads (item 64: the step gained
-// less than predicted). ZERO_CE_ONE_PASS=0 takes the two kernels always, to time one
-// against the other.
+// registers a thread one block of 1024 threads fills an SM; two blocks of 512 a row
+// (BF16 rows fit twice in an SM's shared memory), whose barriers and writes could
+// overlap each other's reads, were no faster (item 64). ZERO_CE_ONE_PASS=0 takes the
+// two kernels always, to time one against the other.
 constexpr int kOnePassThreads = 1024;
 
 template <typename T>
