@@ -104,8 +104,8 @@ chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
   }
 }
 
-// Whether chunk_rows_grad_kernel takes rows of V values T at `logits` on this device
-// (setting the shared memory it needs on first use), or the two kernels must.
+// Whether chunk_rows_grad_kernel takes rows of V values T at `logits` on the current
+// device, or the two kernels must.
 template <typename T>
 bool one_pass_fits(const void* logits, int64_t V) {
   static const bool enabled = [] {
@@ -121,14 +121,7 @@ bool one_pass_fits(const void* logits, int64_t V) {
   int device = 0, most = 0;
   ZERO_CUDA_CHECK(cudaGetDevice(&device));
   ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (bytes + 2 * 32 * 4 > most) return false;
-  static const bool set = [most] {
-    ZERO_CUDA_CHECK(cudaFuncSetAttribute(chunk_rows_grad_kernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         most - 2 * 32 * 4));
-    return true;
-  }();
-  return set;
+  return bytes + 2 * 32 * 4 <= most;  // the row and the static scratch
 }
 
 // One block: loss += sum(row_loss) / count (nothing when count is 0).
@@ -203,6 +196,10 @@ void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& target
     const unsigned rows = static_cast<unsigned>(n);
     if (grad_loss.defined() && one_pass_fits<T>(logits.data(), V)) {
       const size_t bytes = static_cast<size_t>(V) * sizeof(T);
+      // Set at every launch, not once: a process may run this on more than one GPU.
+      ZERO_CUDA_CHECK(cudaFuncSetAttribute(chunk_rows_grad_kernel<T>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
       chunk_rows_grad_kernel<T><<<rows, kOnePassThreads, bytes, cuda::current_stream()>>>(
           logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index,
           grad_loss.data_ptr<float>(), count.data_ptr<float>(), lse.data_ptr<float>(),
