@@ -6,12 +6,15 @@
     python3 tools/profile_step.py --table gpt2.csv [--compare base.csv]
     python3 tools/profile_step.py --self-test     # the parsing and the tables, without a GPU
 
-Runs `ncu` on `bench_train_step --steps 2 --warmup 0` of the build (preset and dtype as
-tools/bench_ab.py takes them: "tf32" is FP32 tensors with MX_FAST_MATMUL=tf32), keeps
-the kernels of the second step (those after the first step's AdamW launches, up to and
-including the second's), and prints each kernel's launches, total and mean microseconds
-and share of the step, largest first. --compare puts a second profile (another tree, or
-the same tree with a switch in --env) beside it, kernel by kernel.
+Runs `ncu --profile-from-start off` on `bench_train_step --steps 1 --warmup 1` of the
+build (preset and dtype as tools/bench_ab.py takes them: "tf32" is FP32 tensors with
+MX_FAST_MATMUL=tf32), which starts the profiler after its warm-up step: that step times
+the GEMM candidates of each shape (Note [Choosing a GEMM algorithm] in blas_lt.cu), and
+under ncu those timings would be the profiler's, so the choices random. It keeps the
+kernels of the profiled step (up to and including its AdamW launches) and prints each
+kernel's launches, total and mean microseconds and share of the step, largest first.
+--compare puts a second profile (another tree, or the same tree with a switch in --env)
+beside it, kernel by kernel.
 
 Why it exists: a step's median says whether a change paid; only the kernels say where
 the time went, and the profiler's per-op table (bench_train_step --profile) times ops,
@@ -31,7 +34,8 @@ import subprocess
 import sys
 
 STEP_END = "adamw_multi_kernel"  # the optimizer's launches end every step
-UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6,
+         "ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}  # ncu 2025 writes "ns"
 
 
 def short_name(name):
@@ -124,9 +128,9 @@ def profile(build, preset, dtype, env_pairs):
     fast, tensors = ("tf32", "fp32") if dtype == "tf32" else ("ieee", dtype)
     env = dict(os.environ, MX_FAST_MATMUL=fast, **dict(e.split("=", 1) for e in env_pairs))
     cmd = ["ncu", "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
-           "--cache-control", "none", "--metrics", "gpu__time_duration.sum", str(exe),
-           "--preset", preset, "--device", "cuda", "--dtype", tensors, "--steps", "2",
-           "--warmup", "0"]
+           "--cache-control", "none", "--profile-from-start", "off", "--metrics",
+           "gpu__time_duration.sum", str(exe), "--preset", preset, "--device", "cuda",
+           "--dtype", tensors, "--steps", "1", "--warmup", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"profile_step: {' '.join(cmd)} failed (status {r.returncode}):\n"
@@ -146,6 +150,7 @@ def self_test():
     kernels = parse_csv(text)
     assert kernels[0] == ("init", 1.0) and kernels[10] == ("tail", 11.0), kernels
     assert parse_csv(text.replace('"","","nsecond"\n', "")) == kernels  # no units row
+    assert parse_csv(text.replace('"nsecond"', '"ns"')) == kernels  # ncu 2025's unit
     step = last_step(kernels)
     assert [n for n, _ in step] == ["a", "b", "b", STEP_END, STEP_END], step
     assert totals(step)["b"] == (2, 15.0), totals(step)

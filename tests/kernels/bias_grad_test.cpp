@@ -2,8 +2,9 @@
 // ops::linear_backward_params writes (on CUDA column_sum.cu's two-pass kernel for 16-bit
 // operands): against float64 sums of the same values, in every float dtype, with the
 // gradient in grad_out's dtype or in FP32, on shapes that take the 16-byte path (GPT-2's
-// MLP, 8192 x 3072, in two passes), its scalar fallback (a width that is not a multiple
-// of 8) and one chunk of rows; and no rows is a zero gradient.
+// MLP, 8192 x 3072, in two passes; the char model's 16384 x 384), its scalar fallback
+// (widths that are not a multiple of 8, one not of 4) and one chunk of rows; the same
+// bits on every run; and no rows is a zero gradient.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -40,7 +41,7 @@ TEST_P(BiasGradTest, IsTheColumnSumInEveryDtype) {
   struct Case {
     int64_t rows, cols;
   };
-  const Case cases[] = {{8192, 3072}, {1000, 36}, {33, 40}, {7, 768}};
+  const Case cases[] = {{8192, 3072}, {1000, 36}, {33, 40}, {7, 768}, {5000, 37}, {16384, 384}};
   for (DataType dtype : {DataType::F32, DataType::BF16, DataType::F16}) {
     for (const Case& s : cases) {
       const Tensor g32 = rounded_randn({s.rows, s.cols}, dtype, 41 + s.cols);  // F32, CPU
@@ -60,6 +61,25 @@ TEST_P(BiasGradTest, IsTheColumnSumInEveryDtype) {
           ASSERT_NEAR(got[c], want[c], tol) << "column " << c;
         }
       }
+    }
+  }
+}
+
+// The column sums add their terms in a fixed order (column_sum.cuh), so the same sum
+// again, with other shapes between, gives the same bits.
+TEST_P(BiasGradTest, GivesTheSameBitsEveryTime) {
+  for (DataType dtype : {DataType::F32, DataType::BF16}) {
+    const Tensor g = as(rounded_randn({16384, 384}, dtype, 7), dtype, device());
+    const Tensor other = as(rounded_randn({4000, 1152}, dtype, 8), dtype, device());
+    std::vector<float> first;
+    for (int run = 0; run < 3; ++run) {
+      const Tensor gb = empty({384}, DataType::F32, device());
+      ops::linear_backward_params(g, empty({16384, 8}, dtype, device()), Tensor(), gb);
+      ops::linear_backward_params(other, empty({4000, 8}, dtype, device()), Tensor(),
+                                  empty({1152}, DataType::F32, device()));
+      const std::vector<float> got = cpu_f32(gb).ToVector<float>();
+      if (run == 0) first = got;
+      ASSERT_EQ(got, first) << to_string(dtype) << ", run " << run;
     }
   }
 }
