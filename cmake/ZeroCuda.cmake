@@ -50,3 +50,10 @@ if(ZERO_HAS_CUDA)
   find_package(CUDAToolkit REQUIRED)
   message(STATUS "Zero: CUDA ${CUDAToolkit_VERSION}, architectures: ${CMAKE_CUDA_ARCHITECTURES}")
 endif()
+
+# Note [The GPU's own conversions] in zero/core/half.h: off until it is timed on a GPU.
+option(ZERO_CUDA_CONVERT_INSTRUCTIONS
+  "CUDA kernels round to BF16 and F16 with the GPU's cvt instructions (core/half.h)" OFF)
+if(ZERO_HAS_CUDA AND ZERO_CUDA_CONVERT_INSTRUCTIONS)
+  add_compile_definitions(ZERO_CUDA_CONVERT_INSTRUCTIONS=1)
+endif()

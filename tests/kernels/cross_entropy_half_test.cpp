@@ -33,12 +33,12 @@ constexpr int64_t kRows = 37;
 constexpr int64_t kVocabs[] = {300, 304};
 
 // Targets spread over the vocabulary, every fifth row ignored.
-Tensor test_targets(int64_t vocab) {
-  std::vector<int32_t> t(kRows);
-  for (int i = 0; i < kRows; ++i) {
+Tensor test_targets(int64_t vocab, int64_t rows = kRows) {
+  std::vector<int32_t> t(rows);
+  for (int i = 0; i < rows; ++i) {
     t[i] = i % 5 == 4 ? kIgnore : static_cast<int32_t>((53 * i + 7) % vocab);
   }
-  return Tensor::FromI32(t, {kRows});
+  return Tensor::FromI32(t, {rows});
 }
 
 TEST_P(CrossEntropyHalfTest, LossInFp32AndGradientsInTheLogitsDtype) {
@@ -116,24 +116,30 @@ TEST_P(CrossEntropyHalfTest, ChunksMatchTheFp32Chunks) {
 // The chunk's forward given grad_loss also makes the gradient in place: one kernel
 // reading each row once on CUDA where the row fits in shared memory (8200 and 60000
 // values in BF16 and F16, 8200 in F32), the two kernels otherwise (304 values, and
-// 60000 in F32: 240 KB). Against the FP32 forward and backward run one after the other.
+// 60000 in F32: 240 KB); 400 rows as well as 37, more rows than an H100 or H200 has
+// SMs. Against the FP32 forward and backward run one after the other.
 TEST_P(CrossEntropyHalfTest, ChunkForwardMakesTheGradientAsTheBackwardDoes) {
-  for (int64_t vocab : {int64_t{304}, int64_t{8200}, int64_t{60000}}) {
-    SCOPED_TRACE("vocabulary " + std::to_string(vocab));
-    const Tensor targets = test_targets(vocab), grad_loss = Tensor::Scalar(0.75f);
+  struct Case {
+    int64_t rows, vocab;
+  };
+  const Case cases[] = {{kRows, 304}, {kRows, 8200}, {400, 8200}, {kRows, 60000}};
+  for (const Case& c : cases) {
+    const int64_t rows = c.rows, vocab = c.vocab;
+    SCOPED_TRACE(std::to_string(rows) + " rows, vocabulary " + std::to_string(vocab));
+    const Tensor targets = test_targets(vocab, rows), grad_loss = Tensor::Scalar(0.75f);
     for (DataType dtype : {DataType::F32, DataType::BF16, DataType::F16}) {
       SCOPED_TRACE(to_string(dtype));
-      const Tensor logits = rounded_randn({kRows, vocab}, dtype, 43, 3.0f);
+      const Tensor logits = rounded_randn({rows, vocab}, dtype, 43, 3.0f);
       const Tensor count = Tensor::Empty({});
       ops::cross_entropy_count(targets, kIgnore, vocab, count);
-      const Tensor want_loss = Tensor::Zeros({}), want_lse = Tensor::Empty({kRows});
+      const Tensor want_loss = Tensor::Zeros({}), want_lse = Tensor::Empty({rows});
       const Tensor want_grad = logits.Clone();
       ops::cross_entropy_chunk_forward(want_grad, targets, kIgnore, count, want_lse, want_loss);
       ops::cross_entropy_chunk_backward(want_grad, targets, want_lse, grad_loss, count, kIgnore);
 
       const Tensor th = targets.To(device()), grad = as(logits, dtype, device());
       const Tensor loss = Tensor::Zeros({}, TensorOption().OnDevice(device()));
-      const Tensor lse = empty({kRows}, DataType::F32, device());
+      const Tensor lse = empty({rows}, DataType::F32, device());
       ops::cross_entropy_chunk_forward(grad, th, kIgnore, count.To(device()), lse, loss,
                                        grad_loss.To(device()));
       expect_rounded_from(lse, want_lse);

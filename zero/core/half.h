@@ -48,20 +48,17 @@ ZERO_HOST_DEVICE inline float bits_to_float(uint32_t u) {
 // tie between 65504 and 2^16) up to infinity, and shifts small values into subnormals
 // with the same rounding. NaNs stay NaN (quiet) with their sign.
 
-/// `f` rounded to the nearest BF16, ties to even, as its 16 bits.
-ZERO_HOST_DEVICE inline uint16_t float_to_bf16_bits(float f) {
+/// @cond INTERNAL
+// The conversions as bit manipulations, the same on either side; the public functions
+// below are these, but for the conversion instructions a CUDA kernel uses (Note [The
+// GPU's own conversions]).
+ZERO_HOST_DEVICE inline uint16_t float_to_bf16_bits_portable(float f) {
   const uint32_t u = float_to_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/// The float whose value BF16 bits `b` hold (exact).
-ZERO_HOST_DEVICE inline float bf16_bits_to_float(uint16_t b) {
-  return bits_to_float(static_cast<uint32_t>(b) << 16);
-}
-
-/// `f` rounded to the nearest F16, ties to even, as its 16 bits.
-ZERO_HOST_DEVICE inline uint16_t float_to_f16_bits(float f) {
+ZERO_HOST_DEVICE inline uint16_t float_to_f16_bits_portable(float f) {
   const uint32_t u = float_to_bits(f);
   const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
@@ -79,8 +76,7 @@ ZERO_HOST_DEVICE inline uint16_t float_to_f16_bits(float f) {
   return static_cast<uint16_t>(sign | q);
 }
 
-/// The float whose value F16 bits `h` hold (exact).
-ZERO_HOST_DEVICE inline float f16_bits_to_float(uint16_t h) {
+ZERO_HOST_DEVICE inline float f16_bits_to_float_portable(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1fu) return bits_to_float(sign | 0x7f800000u | (m << 13));  // infinity, NaN
@@ -89,6 +85,61 @@ ZERO_HOST_DEVICE inline float f16_bits_to_float(uint16_t h) {
     return sign ? -v : v;
   }
   return bits_to_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+/// @endcond
+
+// Note [The GPU's own conversions]
+// Built with ZERO_CUDA_CONVERT_INSTRUCTIONS (a CMake option, off until it is timed on a
+// GPU: docs/speed_notes.md, item 67), code compiled for a GPU of compute capability 8.0
+// or later converts with the hardware's instructions (cvt.rn.bf16.f32, cvt.rn.f16.f32,
+// cvt.f32.f16): one instruction where the bit manipulations above take about nine to
+// BF16 and more to F16, on every value a BF16 or F16 kernel stores. Both round to
+// nearest, ties to even, with the same overflow and subnormals; they differ only on NaNs,
+// which the instructions make one canonical NaN, so NaNs keep the branch that carries
+// their sign. tools/half_rounding_check.cu compares the two on a GPU for all 2^32 floats
+// and all 2^16 F16 values.
+
+/// `f` rounded to the nearest BF16, ties to even, as its 16 bits.
+ZERO_HOST_DEVICE inline uint16_t float_to_bf16_bits(float f) {
+#if defined(ZERO_CUDA_CONVERT_INSTRUCTIONS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t b;  // both results, then a select: no branch a value
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  const uint32_t u = float_to_bits(f);
+  return (u & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((u >> 16) | 0x40u) : b;
+#else
+  return float_to_bf16_bits_portable(f);
+#endif
+}
+
+/// The float whose value BF16 bits `b` hold (exact).
+ZERO_HOST_DEVICE inline float bf16_bits_to_float(uint16_t b) {
+  return bits_to_float(static_cast<uint32_t>(b) << 16);
+}
+
+/// `f` rounded to the nearest F16, ties to even, as its 16 bits.
+ZERO_HOST_DEVICE inline uint16_t float_to_f16_bits(float f) {
+#if defined(ZERO_CUDA_CONVERT_INSTRUCTIONS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  const uint32_t u = float_to_bits(f);
+  return (u & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u)
+                                         : h;
+#else
+  return float_to_f16_bits_portable(f);
+#endif
+}
+
+/// The float whose value F16 bits `h` hold (exact).
+ZERO_HOST_DEVICE inline float f16_bits_to_float(uint16_t h) {
+#if defined(ZERO_CUDA_CONVERT_INSTRUCTIONS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  const uint32_t nan = (static_cast<uint32_t>(h & 0x8000u) << 16) | 0x7f800000u |
+                       (static_cast<uint32_t>(h & 0x3ffu) << 13);
+  return (h & 0x7fffu) > 0x7c00u ? bits_to_float(nan) : f;
+#else
+  return f16_bits_to_float_portable(h);
+#endif
 }
 
 /// A bfloat16 value: stored as 16 bits, converted to float to compute.
