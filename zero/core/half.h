@@ -95,9 +95,9 @@ ZERO_HOST_DEVICE inline float f16_bits_to_float_portable(uint16_t h) {
 // cvt.f32.f16): one instruction where the bit manipulations above take about nine to
 // BF16 and more to F16, on every value a BF16 or F16 kernel stores. Both round to
 // nearest, ties to even, with the same overflow and subnormals; they differ only on NaNs,
-// which the instructions make one canonical NaN, so NaNs keep the branch that carries
-// their sign. tools/half_rounding_check.cu compares the two on a GPU for all 2^32 floats
-// and all 2^16 F16 values.
+// which the instructions make one canonical NaN, so a select keeps the portable result,
+// with its sign, for a NaN. tools/half_rounding_check.cu compares the two on a GPU for
+// all 2^32 floats and all 2^16 F16 values.
 
 /// `f` rounded to the nearest BF16, ties to even, as its 16 bits.
 ZERO_HOST_DEVICE inline uint16_t float_to_bf16_bits(float f) {
