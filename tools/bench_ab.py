@@ -6,16 +6,20 @@
                               [--steps gpt2:bf16,char:tf32] [--rounds 2] [--save ab.json]
     python3 tools/bench_ab.py --base . --base-env NAME=VALUE
                                                # one tree: base runs its programs with NAME set
+    python3 tools/bench_ab.py --base . --cmake OPTION=ON --base-cmake OPTION=OFF
+                                               # one tree built twice, a CMake option each way
     python3 tools/bench_ab.py --table ab.json  # the table again, from saved figures
     python3 tools/bench_ab.py --self-test      # the parsing and the table, without a GPU
 
-Builds the benchmark programs of both trees (Release, in build/ab of each; the base
-without its tests), runs the tests that match --tests in this tree first (a change that
-fails them is not worth timing), then times the fused attention (tools/bench_attention:
-forward and backward, each shape of each --attention mode) and whole training steps
-(tools/bench_train_step, each preset:dtype of --steps) of the two trees in turn, base
-first, --rounds times, so that a drift of the GPU's clocks falls on both. Prints each
-figure's median over the rounds for both trees and this / base: below 1 is faster.
+Builds the benchmark programs of both trees (Release, in build/ab of each, or build/ab-base
+for the base when one tree is built two ways; the base without its tests; --cmake and
+--base-cmake add -D definitions to each), runs the tests that match --tests in this tree
+first (a change that fails them is not worth timing), then times the fused attention
+(tools/bench_attention: forward and backward, each shape of each --attention mode) and
+whole training steps (tools/bench_train_step, each preset:dtype of --steps) of the two
+trees in turn, base first, --rounds times, so that a drift of the GPU's clocks falls on
+both. Prints each figure's median over the rounds for both trees and this / base: below
+1 is faster.
 
 Why it exists: a kernel change is worth keeping only if it is faster on the card, and the
 card's speed moves from call to call and machine to machine by more than many changes
@@ -81,10 +85,10 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def build(tree, targets, tests):
-    build_dir = tree / "build" / "ab"
+def build(tree, targets, tests, defines=(), folder="ab"):
+    build_dir = tree / "build" / folder
     run(["cmake", "-S", tree, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-         f"-DZERO_BUILD_TESTS={'ON' if tests else 'OFF'}"])
+         f"-DZERO_BUILD_TESTS={'ON' if tests else 'OFF'}", *(f"-D{d}" for d in defines)])
     run(["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 2), "--target", *targets])
     return build_dir
 
@@ -122,6 +126,10 @@ def main():
                          "comma-separated; '' for none")
     ap.add_argument("--base-env", action="append", default=[], metavar="NAME=VALUE",
                     help="an environment variable for the base tree's programs (repeatable)")
+    ap.add_argument("--cmake", action="append", default=[], metavar="NAME=VALUE",
+                    help="a CMake definition for this tree's build (repeatable)")
+    ap.add_argument("--base-cmake", action="append", default=[], metavar="NAME=VALUE",
+                    help="a CMake definition for the base tree's build (repeatable)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tests", help="gtest filter: run these tests of this tree first")
     ap.add_argument("--save", help="write the figures of every round to this JSON file")
@@ -137,8 +145,10 @@ def main():
         ap.error("--base is required (or --table / --self-test)")
     if args.rounds < 1:
         ap.error(f"--rounds: expected at least 1, got {args.rounds}")
-    if any("=" not in e for e in args.base_env):
-        ap.error(f"--base-env: expected NAME=VALUE, got {args.base_env}")
+    for flag, values in (("--base-env", args.base_env), ("--cmake", args.cmake),
+                         ("--base-cmake", args.base_cmake)):
+        if any("=" not in e for e in values):
+            ap.error(f"{flag}: expected NAME=VALUE, got {values}")
     envs = {"base": dict(os.environ, **dict(e.split("=", 1) for e in args.base_env)),
             "this": dict(os.environ)}
     steps = [s.split(":") for s in args.steps.split(",") if s]
@@ -150,9 +160,15 @@ def main():
             sys.exit(f"bench_ab: --{name} {tree} is not a tree of Zero (no zero/CMakeLists.txt)")
     programs = ["bench_attention", "bench_train_step"]
     builds = {}
+    defines = {"base": args.base_cmake, "this": args.cmake}
     for name, tree in trees.items():
         tests = name == "this" and bool(args.tests)
-        builds[name] = build(tree, programs + (list(TEST_PROGRAMS) if tests else []), tests)
+        # One tree built two ways keeps the base's build apart; built one way, it is
+        # built once.
+        two_ways = tree == trees["this"] and defines["base"] != defines["this"]
+        folder = "ab-base" if name == "base" and two_ways else "ab"
+        builds[name] = build(tree, programs + (list(TEST_PROGRAMS) if tests else []), tests,
+                             defines[name], folder)
         print(f"built {name}: {tree}", flush=True)
     if args.tests:
         for prog in TEST_PROGRAMS:
