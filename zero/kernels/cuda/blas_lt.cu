@@ -20,6 +20,8 @@
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -93,11 +95,14 @@ const cublasLtMatmulAlgo_t* tuned_algo(const AlgoKey& key) {
 }
 
 // Times each candidate with `run` (a warm-up call, then kTimedRuns timed calls) and
-// remembers the fastest that succeeds; null if none does.
+// remembers the fastest that succeeds; null if none does. ZERO_GEMM_TUNE_LOG=1 prints
+// each candidate's time a run, in the heuristic's order (the order of its kernels in a
+// profile of the first step, which names them), to compare with the step's own times.
 template <typename Run>
 const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
                                              const cublasLtMatmulHeuristicResult_t* candidates,
                                              int count, const Run& run) {
+  static const bool log = std::getenv("ZERO_GEMM_TUNE_LOG") != nullptr;
   cudaEvent_t start, stop;
   ZERO_CUDA_CHECK(cudaEventCreate(&start));
   ZERO_CUDA_CHECK(cudaEventCreate(&stop));
@@ -112,7 +117,14 @@ const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
     float ms = 0.0f;
     ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
     if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+    if (log) {
+      std::fprintf(stderr, "gemm m %lld n %lld k %lld t %d%d epilogue %d: candidate %d %.1f us\n",
+                   static_cast<long long>(key.m), static_cast<long long>(key.n),
+                   static_cast<long long>(key.k), key.trans_a, key.trans_b, key.epilogue, i,
+                   1000.0f * ms / kTimedRuns);
+    }
   }
+  if (log) std::fprintf(stderr, "gemm chose candidate %d\n", best);
   ZERO_CUDA_CHECK(cudaEventDestroy(start));
   ZERO_CUDA_CHECK(cudaEventDestroy(stop));
   if (best < 0) return nullptr;
@@ -181,9 +193,9 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
   Preference pref;
   ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
   const size_t workspace_bytes = cuda::kBlasWorkspaceBytes;
-  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref.pref,
-                                                         CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &workspace_bytes, sizeof(workspace_bytes)));
+  ZERO_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+      sizeof(workspace_bytes)));
   // A split reduction sums its partial products in FP32 (in the workspace), never in a
   // 16-bit output, which would round every partial sum (as for cuBLAS in blas.cu).
   const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;

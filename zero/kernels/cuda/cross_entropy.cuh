@@ -27,7 +27,7 @@ __device__ inline bool packed_row(const T* row, int64_t V) {
 // would move a warp's 64 bytes per instruction, half a cache line. Each thread loads
 // kRowUnroll such packs before it uses any, and folds them into (m, s) as one group: one
 // rescale a group instead of a branch a value, and four loads in flight instead of one
-// (a GPT-2 BF16 chunk went from 77 to ... us; docs/speed_notes.md, item 42).
+// (a GPT-2 BF16 row went from 60 to 42 ns; docs/speed_notes.md, item 42).
 // The row may be f32, bf16 or f16: every value is loaded into float, and m, s, lse and
 // the loss are FP32. A NaN in the row makes the sum, so lse and the loss, NaN.
 constexpr int kRowUnroll = 4;

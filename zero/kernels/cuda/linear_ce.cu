@@ -118,9 +118,9 @@ bool one_pass_fits(const void* logits, int64_t V) {
       V < 8 * kOnePassThreads) {
     return false;
   }
-  int device = 0, most = 0;
+  int device = 0;
   ZERO_CUDA_CHECK(cudaGetDevice(&device));
-  ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int most = cuda::device_attribute(device, cudaDevAttrMaxSharedMemoryPerBlockOptin);
   return bytes + 2 * 32 * 4 <= most;  // the row and the static scratch
 }
 
