@@ -51,9 +51,10 @@ if(ZERO_HAS_CUDA)
   message(STATUS "Zero: CUDA ${CUDAToolkit_VERSION}, architectures: ${CMAKE_CUDA_ARCHITECTURES}")
 endif()
 
-# Note [The GPU's own conversions] in zero/core/half.h: off until it is timed on a GPU.
+# Note [The GPU's own conversions] in zero/core/half.h. OFF builds the kernels with the
+# portable bit manipulations, to time one against the other (tools/bench_ab.py --cmake).
 option(ZERO_CUDA_CONVERT_INSTRUCTIONS
-  "CUDA kernels round to BF16 and F16 with the GPU's cvt instructions (core/half.h)" OFF)
+  "CUDA kernels round to BF16 and F16 with the GPU's cvt instructions (core/half.h)" ON)
 if(ZERO_HAS_CUDA AND ZERO_CUDA_CONVERT_INSTRUCTIONS)
   add_compile_definitions(ZERO_CUDA_CONVERT_INSTRUCTIONS=1)
 endif()

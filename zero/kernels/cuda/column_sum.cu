@@ -1,7 +1,7 @@
 // Column sums (column_sum.cuh) in two passes, without atomics: blocks of 8 warps each
 // sum a chunk of rows for 32 groups of columns, a lane reading one 16-byte group of a
 // row at a time (8 BF16 or 4 FP32 columns), and write FP32 partials [chunks, cols];
-// one more launch of the same kernel, a lane a column, sums the partials. A matrix of
+// one more launch, a lane a column and 32 warps a block, sums the partials. A matrix of
 // few rows takes that second kind of launch alone.
 //
 // Why not the general sum (reduce.cu): it reads one element a lane, 64 bytes a warp per
@@ -10,6 +10,11 @@
 // of its own after the weight gradient's GEMM; this one takes about as long (12.8 us
 // for GPT-2's [8192, 768] in BF16, docs/speed_notes.md, item 46) and serves the other
 // column sums as well.
+//
+// Each pass is short, so its time is the loads' latency more than their bytes: a warp
+// keeps up to 8 rows' loads in flight, and the second pass (256 partial rows of a
+// LayerNorm's or the GeLU pass's sums, or a chunked sum's 128) spreads them over 32
+// warps, 8 rows a warp, one round of loads (item 68).
 #include <algorithm>
 #include <cstdint>
 
@@ -20,31 +25,29 @@
 namespace zero::ops::cuda {
 namespace {
 
-constexpr int kRowLanes = kBlock / 32;  // warps of a block, each on its own rows
-
 // kW consecutive elements of T, moved in one access.
 template <typename T, int kW>
 struct alignas(sizeof(T) * kW) Columns {
   T v[kW];
 };
 
-// Block (kBlock threads) b.x covers the columns [32 kW b.x, 32 kW (b.x + 1)); b.y the
-// rows [b.y rows_per_chunk, ...). Warp w takes rows w, w + 8, ... of the chunk; lane l
-// columns 32 kW b.x + kW l + e. out is [gridDim.y, cols], or with one chunk the columns
-// [0, split) go to out and [split, cols) to out2.
-template <typename TIn, typename TOut, int kW>
-__global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t rows,
-                                   int64_t cols, int64_t rows_per_chunk, TOut* out2,
-                                   int64_t split) {
-  __shared__ float share[kRowLanes][kW * 32];  // [warp][e * 32 + lane]: no bank conflict
+// Block (32 kWarps threads) b.x covers the columns [32 kW b.x, 32 kW (b.x + 1)); b.y the
+// rows [b.y rows_per_chunk, ...). Warp w takes rows w, w + kWarps, ... of the chunk; lane
+// l columns 32 kW b.x + kW l + e. out is [gridDim.y, cols], or with one chunk the
+// columns [0, split) go to out and [split, cols) to out2.
+template <typename TIn, typename TOut, int kW, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps)
+column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols,
+                   int64_t rows_per_chunk, TOut* out2, int64_t split) {
+  __shared__ float share[kWarps][kW * 32];  // [warp][e * 32 + lane]: no bank conflict
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * 32 + lane) * kW;
   const int64_t begin = blockIdx.y * rows_per_chunk;
   const int64_t end = min(rows, begin + rows_per_chunk);
   float acc[kW] = {};
   if (c0 < cols) {
-#pragma unroll 4
-    for (int64_t r = begin + warp; r < end; r += kRowLanes) {
+#pragma unroll 8
+    for (int64_t r = begin + warp; r < end; r += kWarps) {
       const Columns<TIn, kW> g = *reinterpret_cast<const Columns<TIn, kW>*>(x + r * ld + c0);
 #pragma unroll
       for (int e = 0; e < kW; ++e) acc[e] += static_cast<float>(g.v[e]);
@@ -53,10 +56,10 @@ __global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t 
 #pragma unroll
   for (int e = 0; e < kW; ++e) share[warp][e * 32 + lane] = acc[e];
   __syncthreads();
-  for (int t = threadIdx.x; t < kW * 32; t += kBlock) {
+  for (int t = threadIdx.x; t < kW * 32; t += 32 * kWarps) {
     float total = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kRowLanes; ++w) total += share[w][t];
+    for (int w = 0; w < kWarps; ++w) total += share[w][t];
     const int64_t c = (static_cast<int64_t>(blockIdx.x) * 32 + t % 32) * kW + t / 32;
     if (c < split) {
       out[blockIdx.y * cols + c] = static_cast<TOut>(total);
@@ -66,13 +69,13 @@ __global__ void column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t 
   }
 }
 
-template <typename TIn, typename TOut, int kW>
+template <typename TIn, typename TOut, int kW, int kWarps = kBlock / 32>
 void launch(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols, int64_t chunks,
             TOut* out2 = nullptr, int64_t split = -1) {
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
   const dim3 grid(static_cast<unsigned>((cols + 32 * kW - 1) / (32 * kW)),
                   static_cast<unsigned>((rows + rows_per_chunk - 1) / rows_per_chunk));
-  column_sums_kernel<TIn, TOut, kW><<<grid, kBlock, 0, current_stream()>>>(
+  column_sums_kernel<TIn, TOut, kW, kWarps><<<grid, 32 * kWarps, 0, current_stream()>>>(
       x, ld, out, rows, cols, rows_per_chunk, out2, split < 0 ? cols : split);
   ZERO_CUDA_LAUNCH_CHECK();
 }
@@ -83,21 +86,27 @@ void launch(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols, int
 constexpr int64_t kOnePassRows = 256;
 
 // Sums x [rows, cols] (row r at x + r ld) into out [cols]: in one pass for few rows,
-// otherwise over at most 64 chunks of rows (in 16-byte groups where the rows allow),
+// otherwise over at most 128 chunks of rows (in 16-byte groups where the rows allow),
 // then the chunks' FP32 partials in one pass. The columns from `split` on go to out2.
 template <typename TIn, typename TOut>
 void column_sums_t(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols,
                    Device device, TOut* out2, int64_t split) {
-  if (rows <= kOnePassRows) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1, out2, split);
+  if (rows <= kOnePassRows) {
+    return launch<TIn, TOut, 1, 32>(x, ld, out, rows, cols, 1, out2, split);
+  }
   constexpr int kWide = kPack<TIn>;
   const bool wide =
       cols % kWide == 0 && ld % kWide == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   const int64_t per_block = 32 * (wide ? kWide : 1);
-  // About 512 blocks, each chunk at least 32 rows.
+  // About 512 blocks, each chunk at least 32 rows (4 a warp), at most 128 chunks.
   const int64_t col_blocks = (cols + per_block - 1) / per_block;
-  const int64_t chunks =
-      std::clamp<int64_t>(512 / col_blocks, 1, std::min<int64_t>(64, rows / 32));
-  if (chunks == 1) return launch<TIn, TOut, 1>(x, ld, out, rows, cols, 1, out2, split);
+  const int64_t wanted =
+      std::clamp<int64_t>(512 / col_blocks, 1, std::min<int64_t>(128, rows / 32));
+  // Rows split into `wanted` chunks of whole rows may fill fewer (5000 rows in 128 chunks
+  // of 40 fill 125): the partials have a row for each chunk that has rows.
+  const int64_t rows_per_chunk = (rows + wanted - 1) / wanted;
+  const int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  if (chunks == 1) return launch<TIn, TOut, 1, 32>(x, ld, out, rows, cols, 1, out2, split);
   const Tensor partials = Tensor::Empty({chunks, cols}, TensorOption().OnDevice(device));
   if (wide) {
     launch<TIn, float, kWide>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);

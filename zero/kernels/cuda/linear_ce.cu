@@ -82,7 +82,7 @@ chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
         x[u * N + e] = k < n_packs ? static_cast<float>(p.v[e]) : -INFINITY;
       }
     }
-    cuda::fold_group(x, cuda::kRowUnroll * N, m, s);
+    cuda::fold_group<true>(x, cuda::kRowUnroll * N, m, s);
   }
   const float l = cuda::row_logsumexp(m, s, scratch);  // its barriers publish `kept`
   const int32_t t = targets[blockIdx.x];
@@ -93,12 +93,24 @@ chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
         t == ignore_index ? 0.0f : (valid ? l - static_cast<float>(kept[t / N].v[t % N]) : NAN);
   }
   const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
+  // The target's one-hot term lives in one pack: the other packs skip the index test
+  // (scale * (e - 0) is scale * e, so the bits are those of the formula applied to all).
+  // A negative t names no value here (t % N < 0), whatever pack t / N is.
+  const int64_t target_pack = t / N;
+  const int target_value = t % N;
   for (int64_t k = threadIdx.x; k < n_packs; k += step) {
     P p = kept[k];
+    if (k != target_pack) {
 #pragma unroll
-    for (int e = 0; e < N; ++e) {
-      const float one = k * N + e == t ? 1.0f : 0.0f;
-      p.v[e] = static_cast<T>(scale * (__expf(static_cast<float>(p.v[e]) - l) - one));
+      for (int e = 0; e < N; ++e) {
+        p.v[e] = static_cast<T>(scale * cuda::exp_approx<true>(static_cast<float>(p.v[e]) - l));
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        const float prob = cuda::exp_approx<true>(static_cast<float>(p.v[e]) - l);
+        p.v[e] = static_cast<T>(scale * (prob - (e == target_value ? 1.0f : 0.0f)));
+      }
     }
     packs[k] = p;
   }
