@@ -36,13 +36,13 @@ constexpr int kRowUnroll = 4;
 // __expf(z) is ex2.approx.f32 of z log2(e). Without flushing, the GPU cannot make a
 // subnormal result in that instruction, so the compiler wraps it in a test and two
 // multiplications that scale tiny results: about five instructions an exponential
-// where the .ftz form takes two. exp_approx<true> is that form, with the same multiplication, so
-// its result has __expf's bits wherever it is at least 2^-126 and is 0 below. The
-// head's one-pass kernel (linear_ce.cu) takes two exponentials a value and ran at 1.8
-// of the memory's 3.35 TB/s on an H100; with this, a lighter one-hot test and the GPU's
-// own conversions (core/half.h) its chunk went from 223 to 188 us (docs/speed_notes.md,
-// item 68). What it drops are
-// probabilities under 1e-38, which add nothing to a sum of at least 1.
+// where the .ftz form takes two. exp_approx<true> is that form, with the same
+// multiplication, so its result has __expf's bits wherever it is at least 2^-126 and
+// is 0 below: probabilities under 1e-38, which add nothing to a sum of at least 1. The
+// head's one-pass kernel (linear_ce.cu) takes two exponentials a value and moved 1.8
+// TB/s of an H100's 3.35; with this, a lighter one-hot test and the GPU's own
+// conversions (core/half.h) its chunk went from 223 to 188 us (docs/speed_notes.md,
+// item 68).
 template <bool kFlushTiny = false>
 __device__ inline float exp_approx(float z) {
   if constexpr (kFlushTiny) {
