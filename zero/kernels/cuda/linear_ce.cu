@@ -94,7 +94,7 @@ chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
   }
   const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
   // The target's one-hot term lives in one pack: the other packs skip the index test
-  // (scale * (e - 0) is scale * e, so the bits are those of the formula applied to all).
+  // (scale * (prob - 0) is scale * prob, so the bits are those of the formula applied to all).
   // A negative t names no value here (t % N < 0), whatever pack t / N is.
   const int64_t target_pack = t / N;
   const int target_value = t % N;
