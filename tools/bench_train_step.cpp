@@ -110,8 +110,9 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < warmup; ++i) trainer.Step();
 #ifdef ZERO_BENCH_PROFILER_RANGE
     // A profiler started with its collection off (ncu --profile-from-start off, as
-    // tools/profile_step.py runs it) sees the timed steps only: under it the warm-up's
-    // GEMM timing (Note [Choosing a GEMM algorithm]) would time the profiler instead.
+    // tools/profile_step.py runs it) records the timed steps only, not the warm-up's GEMM
+    // timing (Note [Choosing a GEMM algorithm]), whose choices it hands in from a plain
+    // run: attached, the profiler slows the timed candidates even while it records nothing.
     if (device.is_cuda()) (void)cudaProfilerStart();
 #endif
     memory.ResetPeak();

@@ -6,15 +6,18 @@
     python3 tools/profile_step.py --table gpt2.csv [--compare base.csv]
     python3 tools/profile_step.py --self-test     # the parsing and the tables, without a GPU
 
-Runs `ncu --profile-from-start off` on `bench_train_step --steps 1 --warmup 1` of the
-build (preset and dtype as tools/bench_ab.py takes them: "tf32" is FP32 tensors with
-MX_FAST_MATMUL=tf32), which starts the profiler after its warm-up step: that step times
-the GEMM candidates of each shape (Note [Choosing a GEMM algorithm] in blas_lt.cu), and
-under ncu those timings would be the profiler's, so the choices random. It keeps the
-kernels of the profiled step (up to and including its AdamW launches) and prints each
-kernel's launches, total and mean microseconds and share of the step, largest first.
---compare puts a second profile (another tree, or the same tree with a switch in --env)
-beside it, kernel by kernel.
+Runs `bench_train_step --steps 1 --warmup 1` of the build (preset and dtype as
+tools/bench_ab.py takes them: "tf32" is FP32 tensors with MX_FAST_MATMUL=tf32) twice:
+once plainly, with ZERO_GEMM_TUNE_LOG=1, to read the GEMM algorithm the first step
+chooses for each shape (Note [Choosing a GEMM algorithm] in blas_lt.cu), then under
+`ncu --profile-from-start off`, which starts the profiler after the warm-up step, with
+those choices handed in (ZERO_GEMM_CHOICES, Note [GEMM choices handed in] in
+gemm_tuning.cuh): timed under ncu, which stays attached while it records nothing, the
+candidates rank otherwise, and the profile would show GEMMs a plain step never runs. It
+keeps the kernels of the profiled step (up to and including its AdamW launches) and
+prints each kernel's launches, total and mean microseconds and share of the step,
+largest first. --compare puts a second profile (another tree, or the same tree with a
+switch in --env) beside it, kernel by kernel.
 
 Why it exists: a step's median says whether a change paid; only the kernels say where
 the time went, and the profiler's per-op table (bench_train_step --profile) times ops,
@@ -121,21 +124,35 @@ def compare(base, this, top):
     return "\n".join(out)
 
 
+def gemm_choices(log):
+    """ZERO_GEMM_TUNE_LOG's "gemm choice <shape> = <index>" lines -> ZERO_GEMM_CHOICES."""
+    return ";".join(l.split("gemm choice ", 1)[1].strip() for l in log.splitlines()
+                    if l.startswith("gemm choice "))
+
+
+def run(cmd, env):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"profile_step: {' '.join(cmd)} failed (status {r.returncode}):\n"
+                 f"{r.stdout[-3000:]}{r.stderr[-3000:]}")
+    return r
+
+
 def profile(build, preset, dtype, env_pairs):
     exe = pathlib.Path(build) / "tools" / "bench_train_step"
     if not exe.is_file():
         sys.exit(f"profile_step: no {exe}: build the bench_train_step target first")
     fast, tensors = ("tf32", "fp32") if dtype == "tf32" else ("ieee", dtype)
     env = dict(os.environ, MX_FAST_MATMUL=fast, **dict(e.split("=", 1) for e in env_pairs))
+    step = [str(exe), "--preset", preset, "--device", "cuda", "--dtype", tensors,
+            "--steps", "1", "--warmup", "1"]
+    choices = gemm_choices(run(step, dict(env, ZERO_GEMM_TUNE_LOG="1")).stderr)
+    print(f"profile_step: {choices.count(';') + 1 if choices else 0} GEMM choices of a plain "
+          "run handed to the profiled one", file=sys.stderr)
     cmd = ["ncu", "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
            "--cache-control", "none", "--profile-from-start", "off", "--metrics",
-           "gpu__time_duration.sum", str(exe), "--preset", preset, "--device", "cuda",
-           "--dtype", tensors, "--steps", "1", "--warmup", "1"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.exit(f"profile_step: {' '.join(cmd)} failed (status {r.returncode}):\n"
-                 f"{r.stdout[-3000:]}{r.stderr[-3000:]}")
-    return r.stdout
+           "gpu__time_duration.sum"] + step
+    return run(cmd, dict(env, ZERO_GEMM_CHOICES=choices)).stdout
 
 
 def self_test():
@@ -158,6 +175,12 @@ def self_test():
     assert "step (sum of kernels)" in t and " 40.0" in t and t.index("\nb ") < t.index("\na "), t
     c = compare(step, [("a", 1.0), ("c", 2.0)], 10)
     assert "-5.0" in c and "+2.0" in c, c
+    log = "gemm 1 0 768 8192 2304 1 68 14 14 14 0: candidate 0 37.2 us\n" \
+          "gemm choice 1 0 768 8192 2304 1 68 14 14 14 0 = 3\nstep 1\n" \
+          "gemm choice 0 1 64 64 64 0 68 14 0 0 1 = 0\n"
+    assert gemm_choices(log) == "1 0 768 8192 2304 1 68 14 14 14 0 = 3;" \
+        "0 1 64 64 64 0 68 14 0 0 1 = 0", gemm_choices(log)
+    assert gemm_choices("no gemm here\n") == ""
     print("profile_step self-test: ok")
     return 0
 

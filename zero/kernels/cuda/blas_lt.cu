@@ -20,15 +20,11 @@
 #include <cublasLt.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "zero/kernels/cuda/blas_common.cuh"
 #include "zero/kernels/cuda/column_sum.cuh"
 #include "zero/kernels/cuda/cuda_common.cuh"
+#include "zero/kernels/cuda/gemm_tuning.cuh"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/precision.h"
 #include "zero/kernels/tensor_ops.h"
@@ -63,74 +59,8 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 // up, and remembers the fastest; every later call of that shape uses it directly. The
 // price is one host synchronisation per shape, in the first training step. With one
 // timed run a candidate the GPU's noise chose among near equals, and the choice moved
-// from process to process (docs/speed_notes.md, item 63).
-constexpr int kCandidates = 16;
-constexpr int kTimedRuns = 3;
-
-struct AlgoKey {
-  int device;
-  bool trans_a, trans_b;
-  int64_t m, n, k;
-  int epilogue, compute, ab_type, d_type, bias_type;
-  bool adds_c;  // beta = 1: a C operand (or D itself) is added
-  bool operator<(const AlgoKey& o) const {
-    return std::tie(device, trans_a, trans_b, m, n, k, epilogue, compute, ab_type, d_type,
-                    bias_type, adds_c) < std::tie(o.device, o.trans_a, o.trans_b, o.m, o.n,
-                                                  o.k, o.epilogue, o.compute, o.ab_type,
-                                                  o.d_type, o.bias_type, o.adds_c);
-  }
-};
-
-std::mutex g_tuned_mutex;
-std::map<AlgoKey, cublasLtMatmulAlgo_t>& tuned() {
-  static std::map<AlgoKey, cublasLtMatmulAlgo_t> algos;
-  return algos;
-}
-
-// The remembered algorithm of `key`, or null on its first call.
-const cublasLtMatmulAlgo_t* tuned_algo(const AlgoKey& key) {
-  std::lock_guard<std::mutex> lock(g_tuned_mutex);
-  auto it = tuned().find(key);
-  return it == tuned().end() ? nullptr : &it->second;
-}
-
-// Times each candidate with `run` (a warm-up call, then kTimedRuns timed calls) and
-// remembers the fastest that succeeds; null if none does. ZERO_GEMM_TUNE_LOG=1 prints
-// each candidate's time a run, in the heuristic's order (the order of its kernels in a
-// profile of the first step, which names them), to compare with the step's own times.
-template <typename Run>
-const cublasLtMatmulAlgo_t* remember_fastest(const AlgoKey& key,
-                                             const cublasLtMatmulHeuristicResult_t* candidates,
-                                             int count, const Run& run) {
-  static const bool log = std::getenv("ZERO_GEMM_TUNE_LOG") != nullptr;
-  cudaEvent_t start, stop;
-  ZERO_CUDA_CHECK(cudaEventCreate(&start));
-  ZERO_CUDA_CHECK(cudaEventCreate(&stop));
-  int best = -1;
-  float best_ms = 0.0f;
-  for (int i = 0; i < count; ++i) {
-    if (run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS) continue;
-    ZERO_CUDA_CHECK(cudaEventRecord(start, cuda::current_stream()));
-    for (int r = 0; r < kTimedRuns; ++r) (void)run(candidates[i].algo);  // it ran above
-    ZERO_CUDA_CHECK(cudaEventRecord(stop, cuda::current_stream()));
-    ZERO_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.0f;
-    ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (best < 0 || ms < best_ms) best = i, best_ms = ms;
-    if (log) {
-      std::fprintf(stderr, "gemm m %lld n %lld k %lld t %d%d epilogue %d: candidate %d %.1f us\n",
-                   static_cast<long long>(key.m), static_cast<long long>(key.n),
-                   static_cast<long long>(key.k), key.trans_a, key.trans_b, key.epilogue, i,
-                   1000.0f * ms / kTimedRuns);
-    }
-  }
-  if (log) std::fprintf(stderr, "gemm chose candidate %d\n", best);
-  ZERO_CUDA_CHECK(cudaEventDestroy(start));
-  ZERO_CUDA_CHECK(cudaEventDestroy(stop));
-  if (best < 0) return nullptr;
-  std::lock_guard<std::mutex> lock(g_tuned_mutex);
-  return &(tuned()[key] = candidates[best].algo);  // std::map nodes never move
-}
+// from process to process (docs/speed_notes.md, item 63). The timing and the choices
+// remembered are gemm_tuning.cuh's, which can also take choices made by another process.
 
 // Note [The residual as the GEMM's C]
 // A GPT block adds each c_proj's output to the residual stream: as two ops the Linear
@@ -207,15 +137,17 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
                           C != nullptr ? C : D, ld.layout, D, ld.layout, &algo,
                           cuda::blas_workspace(device), workspace_bytes, cuda::current_stream());
   };
-  const AlgoKey key{device, trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
-                    static_cast<int>(compute), static_cast<int>(ab_type),
-                    static_cast<int>(d_type), static_cast<int>(bias_type), beta != 0.0f};
-  const cublasLtMatmulAlgo_t* algo = tuned_algo(key);
+  const cuda::AlgoKey key{
+      device, cuda::GemmShape{trans_a, trans_b, m, n, k, static_cast<int>(epilogue),
+                              static_cast<int>(compute), static_cast<int>(ab_type),
+                              static_cast<int>(d_type), static_cast<int>(bias_type),
+                              beta != 0.0f}};
+  const cublasLtMatmulAlgo_t* algo = cuda::tuned_algo(key);
   if (algo == nullptr) {
-    cublasLtMatmulHeuristicResult_t candidates[kCandidates] = {};
+    cublasLtMatmulHeuristicResult_t candidates[cuda::kCandidates] = {};
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(handle, op.desc, la.layout, lb.layout, ld.layout,
-                                       ld.layout, pref.pref, kCandidates, candidates,
+                                       ld.layout, pref.pref, cuda::kCandidates, candidates,
                                        &found) != CUBLAS_STATUS_SUCCESS ||
         found == 0) {
       return false;
@@ -224,7 +156,7 @@ bool lt_matmul_in(cublasComputeType_t compute, cudaDataType_t ab_type, int devic
     // is another matrix), but with beta != 0 and no C every run would add into D again.
     // Such accumulating calls take cuBLASLt's first choice.
     if (beta != 0.0f && C == nullptr) return run(candidates[0].algo) == CUBLAS_STATUS_SUCCESS;
-    algo = remember_fastest(key, candidates, found, run);
+    algo = cuda::remember_fastest(key, candidates, found, run);
     if (algo == nullptr) return false;
   }
   // A status other than success here is returned before anything runs, so the
