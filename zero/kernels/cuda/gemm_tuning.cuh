@@ -62,7 +62,7 @@ inline const std::map<GemmShape, int>& handed_in_choices() {
       long long m, n, k;
       if (std::sscanf(p, " %d %d %lld %lld %lld %d %d %d %d %d %d = %d %n", &ta, &tb, &m, &n,
                       &k, &epilogue, &compute, &ab, &d, &bias, &c, &index, &used) != 12 ||
-          used == 0 || (p[used] != ';' && p[used] != '\0')) {
+          used == 0 || index < 0 || (p[used] != ';' && p[used] != '\0')) {
         std::fprintf(stderr, "ZERO_GEMM_CHOICES: cannot read '%s'\n", p);
         std::exit(2);
       }
