@@ -2,7 +2,7 @@
 // of tools/bench_train_side_by_side.py, which runs PyTorch on the same shapes.
 //
 //   bench_train_step --preset char|gpt2|small [--batch B] [--steps 20] [--warmup 5]
-//                    [--profile 3] [--device auto|cpu|cuda] [--json]
+//                    [--profile 3] [--device auto|cpu|cuda] [--cuda-graph on|off] [--json]
 //                    [--n-layer L --n-head H --n-embd C --block-size T --vocab V --dropout p]
 //
 // "small" is train_gpt's CPU model (TrainConfig::SmallCpu) with the vocabulary of its
@@ -11,9 +11,12 @@
 // The tokens are random (speed does not depend on them). Each step is timed on the
 // host around Trainer::Step, which ends by reading the loss, so the GPU has finished
 // the step when the clock stops. Prints the median over --steps after --warmup steps,
-// tokens/s, the allocator's peak live bytes over the timed steps (weights, gradients
-// and AdamW moments included, as torch.cuda.max_memory_allocated counts them) and how
-// many cudaMalloc calls the timed steps made (0: every buffer came from the cache).
+// tokens/s, the allocator's peak live bytes over the warm-up and timed steps (weights,
+// gradients and AdamW moments included, as torch.cuda.max_memory_allocated counts them;
+// a CUDA graph's blocks are allocated while the warm-up captures it, and a replay
+// allocates nothing) and how many cudaMalloc calls the timed steps made (0: every buffer
+// came from the cache). On a GPU the steps after the first replay one CUDA graph of the
+// step (TrainConfig::cuda_graph) unless --cuda-graph off.
 // MX_FAST_MATMUL in the environment selects Tensor-Core GEMMs (chapter 07).
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
   int64_t n_layer = 0, n_head = 0, n_embd = 0, block_size = 0, vocab = 0;  // 0: the preset's
   float dropout = -1;                                                      // < 0: the preset's
   bool json = false;
+  std::string graph = "on";
   app.add_option("--preset", name,
                  "char (6L/6H/384, T 256), gpt2 (124M, T 1024) or small (4L/4H/64, T 64)");
   app.add_option("--batch", batch, "sequences per step (default: the preset's)");
@@ -78,6 +82,8 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "then profile this many steps and print the per-op table");
   app.add_option("--device", device_name, "cpu, cuda, cuda:N or auto");
   app.add_flag("--json", json, "end with one JSON line of the figures");
+  app.add_option("--cuda-graph", graph, "on: replay each step as one CUDA graph (on a GPU)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--dtype", dtype_name, "fp32, bf16, fp16 or auto, as train_gpt's --dtype");
   app.add_option("--n-layer", n_layer, "transformer blocks (default: the preset's)");
   app.add_option("--n-head", n_head, "attention heads (default: the preset's)");
@@ -97,6 +103,7 @@ int main(int argc, char** argv) {
     if (vocab > 0) cfg.model.vocab_size = vocab;
     if (dropout >= 0) cfg.model.dropout = dropout;
     cfg.max_steps = warmup + steps + profile;
+    cfg.cuda_graph = graph == "on";
     const Device device = train::resolve_device(device_name);
     cfg.dtype = train::resolve_dtype(dtype_name, device);
     const int64_t tokens = cfg.batch_size * cfg.model.block_size;
@@ -107,6 +114,7 @@ int main(int argc, char** argv) {
                 (long long)cfg.model.n_embd, (long long)cfg.model.vocab_size,
                 (long long)cfg.batch_size, (long long)cfg.model.block_size,
                 device.is_cuda() ? "CUDA" : "CPU");
+    memory.ResetPeak();
     for (int64_t i = 0; i < warmup; ++i) trainer.Step();
 #ifdef ZERO_BENCH_PROFILER_RANGE
     // A profiler started with its collection off (ncu --profile-from-start off, as
@@ -115,14 +123,15 @@ int main(int argc, char** argv) {
     // run: attached, the profiler slows the timed candidates even while it records nothing.
     if (device.is_cuda()) (void)cudaProfilerStart();
 #endif
-    memory.ResetPeak();
     const uint64_t mallocs_before = memory.Stats().raw_allocs;
     std::vector<double> ms;
     float loss = 0;
+    int64_t replayed = 0;
     for (int64_t i = 0; i < steps; ++i) {
       const train::StepResult r = trainer.Step();
       ms.push_back(r.ms);
       loss = r.loss;
+      replayed += r.replayed ? 1 : 0;
     }
     const MemoryStats stats = memory.Stats();
     std::sort(ms.begin(), ms.end());
@@ -133,15 +142,16 @@ int main(int argc, char** argv) {
                 "FLOPs, loss %.3f\n",
                 median, ms.front(), ms.back(), tokens / (median / 1e3), flops / median / 1e9, loss);
     std::printf("peak live memory %.2f GiB, reserved %.2f GiB, cudaMalloc calls in timed steps: "
-                "%llu\n",
+                "%llu, steps replayed as a CUDA graph: %lld of %lld\n",
                 stats.peak_bytes / 1073741824.0, stats.reserved_bytes / 1073741824.0,
-                (unsigned long long)(stats.raw_allocs - mallocs_before));
+                (unsigned long long)(stats.raw_allocs - mallocs_before), (long long)replayed,
+                (long long)steps);
     if (profile > 0) std::printf("\n%s", trainer.ProfileSteps(profile).Table().c_str());
     if (json) {
       std::printf("{\"ms\": %.4f, \"tokens_per_s\": %.1f, \"peak_bytes\": %zu, \"flops\": %.6g, "
-                  "\"mallocs\": %llu}\n",
+                  "\"mallocs\": %llu, \"replayed\": %lld}\n",
                   median, tokens / (median / 1e3), stats.peak_bytes, flops,
-                  (unsigned long long)(stats.raw_allocs - mallocs_before));
+                  (unsigned long long)(stats.raw_allocs - mallocs_before), (long long)replayed);
     }
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -85,9 +85,8 @@ int run(int argc, char** argv) {
     o.samples = 3, o.sample_tokens = 300;
   }
 
-  CLI::App app{
-      "Train a character-level GPT (chapter 11). With no --data it trains on the "
-      "project's own text and sources; Ctrl-C saves a checkpoint and stops."};
+  CLI::App app{"Train a character-level GPT (chapter 11). With no --data it trains on the "
+               "project's own text and sources; Ctrl-C saves a checkpoint and stops."};
   app.option_defaults()->always_capture_default();
   app.add_option("--device", o.device,
                  "auto, cpu, cuda or cuda:N (the defaults shown depend on it)");
@@ -126,6 +125,7 @@ int run(int argc, char** argv) {
   app.add_option("--peak-tflops", o.peak_tflops, "MFU's peak TFLOP/s (0: off; GPU: the H200's)");
   app.add_option("--profile", o.profile, "after 10 steps, time N steps op by op and print where");
   app.add_option("--nproc", o.nproc, "GPUs to train on, one process each (rank 0 logs, saves)");
+  app.add_option("--cuda-graph", cfg.cuda_graph, "on a GPU, replay each step as one CUDA graph");
   ch11::check_train_flags(app);  // ranges, finite numbers, existing files (cli_checks.h)
   ch10::add_rank_flags(app, dist);
   CLI11_PARSE(app, argc, argv);

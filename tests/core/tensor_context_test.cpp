@@ -329,5 +329,49 @@ TEST(TensorContextTest, RoundingAHugeRequestIsAnErrorNotAWrap) {
   EXPECT_EQ(pool.RoundUp(SIZE_MAX - 511), SIZE_MAX - 511);  // already a multiple of 512
 }
 
+// Note [Blocks a graph uses]: a block live when a graph begins is held, not cached, once
+// freed, until the last graph keeping it ends; the default stream's cached blocks go to
+// the graph, whose stream's blocks are reused within it, kept from the default stream
+// and from trimming, and handed to the default stream when it ends.
+TEST(TensorContextTest, BlocksAGraphUsesAreKeptUntilItEnds) {
+  FakeRaw raw(1 << 20);
+  CachingPool pool(raw, 16);
+  constexpr CachingPool::StreamId kGraph = 7, kOther = 9;
+  void* weights = pool.Allocate(64);
+  void* spare = pool.Allocate(64);
+  pool.Free(spare);
+  pool.BeginGraph(kGraph);
+  void* temp = pool.Allocate(64, kGraph);
+  EXPECT_EQ(temp, spare);  // the default stream's cache went to the graph
+  pool.Free(temp);
+  EXPECT_EQ(pool.Allocate(64, kGraph), temp);  // reused within the graph's stream
+  pool.Free(weights);                          // the graph may still read it: held
+  EXPECT_EQ(pool.Stats().live_bytes, 128u);
+  void* other = pool.Allocate(64);  // neither block goes to the default stream
+  EXPECT_NE(other, weights);
+  EXPECT_NE(other, temp);
+  EXPECT_THROW(pool.BeginGraph(kGraph), Error);  // a stream of its own
+  EXPECT_THROW(pool.BeginGraph(CachingPool::kDefaultStream), Error);
+  pool.Free(temp);
+  pool.TrimFreePool();  // the graph's cached block stays
+  EXPECT_EQ(raw.free_calls, 0);
+  pool.EndGraph(kGraph);
+  EXPECT_EQ(pool.Stats().live_bytes, 64u);  // other
+  void* a = pool.Allocate(64);
+  void* b = pool.Allocate(64);
+  EXPECT_TRUE((a == weights && b == temp) || (a == temp && b == weights));
+  EXPECT_EQ(raw.allocate_calls, 3);
+  // Two graphs keep a block until both have ended.
+  pool.BeginGraph(kGraph);
+  pool.BeginGraph(kOther);
+  pool.Free(a);
+  pool.EndGraph(kGraph);
+  EXPECT_EQ(pool.Stats().live_bytes, 192u);
+  pool.EndGraph(kOther);
+  EXPECT_EQ(pool.Stats().live_bytes, 128u);
+  EXPECT_EQ(pool.Allocate(64), a);
+  for (void* p : {a, b, other}) pool.Free(p);
+}
+
 }  // namespace
 }  // namespace zero

@@ -364,5 +364,41 @@ TEST(AdamWCudaTest, MultiTensorStepMatchesCpu) {
   }
 }
 
+// PrepareStep + ApplyStep (a step captured as a CUDA graph, train/step_graph.cpp) reads
+// the learning rate and bias correction on the device: the same bits as Step, over steps
+// whose learning rate changes, with a factor, and the halves refused on the CPU.
+TEST(AdamWCudaTest, StepInTwoHalvesEqualsStepBitForBit) {
+  optim::AdamW on_cpu({{"w", Tensor::Zeros({2}).SetRequiresGrad()}}, {});
+  expect_error_mentions([&] { on_cpu.PrepareStep(); }, {"CUDA"});
+  expect_error_mentions([&] { on_cpu.ApplyStep(Tensor::Ones({1})); }, {"PrepareStep"});
+  if (!cuda_available()) GTEST_SKIP() << "needs a CUDA GPU";
+  Generator gen(4);
+  std::vector<std::pair<std::string, Tensor>> whole, halves;
+  for (int i = 0; i < 3; ++i) {
+    const Shape shape = i == 1 ? Shape{37} : Shape{5, 41};  // decayed and not
+    const Tensor init = Tensor::Randn(shape, {}, &gen).Cuda();
+    whole.emplace_back("p" + std::to_string(i), init.Clone().SetRequiresGrad());
+    halves.emplace_back("p" + std::to_string(i), init.Clone().SetRequiresGrad());
+  }
+  optim::AdamW a(whole, {}), b(halves, {});
+  const Tensor factor = Tensor::Full({1}, 0.75f).Cuda();
+  for (int t = 0; t < 4; ++t) {
+    for (size_t i = 0; i < whole.size(); ++i) {
+      const Tensor g = Tensor::Randn(whole[i].second.sizes(), {}, &gen).Cuda();
+      whole[i].second.SetGrad(g);
+      halves[i].second.SetGrad(g.Clone());
+    }
+    a.SetLr(1e-3f * static_cast<float>(t + 1));
+    b.SetLr(1e-3f * static_cast<float>(t + 1));
+    a.Step(factor);
+    b.PrepareStep();
+    b.ApplyStep(factor);
+    EXPECT_EQ(a.step(), b.step());
+  }
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(whole[i].second.ToVector<float>(), halves[i].second.ToVector<float>()) << i;
+  }
+}
+
 }  // namespace
 }  // namespace zero

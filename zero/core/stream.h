@@ -2,7 +2,8 @@
 /// CUDA streams, events, an event timer and pinned host memory, behind opaque handles.
 ///
 /// Zero's own kernels all run on the legacy default stream (kernels/cuda/cuda_common.cuh,
-/// `current_stream()`), so ordinary code never needs this header. It exists for the
+/// `current_stream()`; a capturing CUDA graph's stream while one captures, cuda_graph.h),
+/// so ordinary code never needs this header. It exists for the
 /// asynchronous-execution chapter (08_async_streams), for timing GPU work correctly, and
 /// for host→device prefetch from pinned memory. No CUDA header is included: the handles
 /// are `void*` here and `cudaStream_t` / `cudaEvent_t` inside stream.cu. In a build

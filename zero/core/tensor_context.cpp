@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "zero/core/error.h"
 #include "zero/core/time_accounts.h"
@@ -75,10 +76,61 @@ void CachingPool::Free(void* ptr) {
   auto it = live_.find(ptr);
   ZERO_ASSERT(it != live_.end(), "freeing a block this pool does not own");
   const Block block = it->second;
+  if (kept_.count(ptr) != 0) {  // a graph's replay may still use it: hold it, live
+    held_.insert(ptr);
+    return;
+  }
   live_.erase(it);
   stats_.live_bytes -= block.size;
-  stats_.cached_bytes += block.size;
-  free_.emplace(std::make_pair(block.stream, block.size), ptr);
+  CacheLocked(ptr, block.size, block.stream);
+}
+
+void CachingPool::CacheLocked(void* ptr, size_t size, StreamId stream) {
+  stats_.cached_bytes += size;
+  free_.emplace(std::make_pair(stream, size), ptr);
+}
+
+void CachingPool::MoveCachedLocked(StreamId from, StreamId to) {
+  std::vector<std::pair<size_t, void*>> moved;
+  for (auto it = free_.lower_bound({from, 0}); it != free_.end() && it->first.first == from;) {
+    moved.emplace_back(it->first.second, it->second);
+    it = free_.erase(it);
+  }
+  for (const auto& [size, ptr] : moved) free_.emplace(std::make_pair(to, size), ptr);
+}
+
+void CachingPool::BeginGraph(StreamId graph_stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ZERO_CHECK(graph_stream != kDefaultStream && graphs_.count(graph_stream) == 0,
+             "CachingPool::BeginGraph: a graph needs a stream of its own");
+  std::vector<void*>& kept = graphs_[graph_stream];
+  for (const auto& [ptr, block] : live_) {
+    if (held_.count(ptr) != 0) continue;  // freed already: no new user can reach it
+    kept.push_back(ptr);
+    ++kept_[ptr];
+  }
+  MoveCachedLocked(kDefaultStream, graph_stream);
+}
+
+void CachingPool::EndGraph(StreamId graph_stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto graph = graphs_.find(graph_stream);
+  if (graph == graphs_.end()) return;
+  for (void* ptr : graph->second) {
+    if (--kept_[ptr] > 0) continue;
+    kept_.erase(ptr);
+    if (held_.erase(ptr) == 0) continue;  // still in use by its tensor
+    const auto it = live_.find(ptr);
+    stats_.live_bytes -= it->second.size;
+    CacheLocked(ptr, it->second.size, it->second.stream);
+    live_.erase(it);
+  }
+  graphs_.erase(graph);
+  // The graph's stream is going away; its blocks serve the default stream from now on.
+  for (auto& [ptr, block] : live_) {
+    if (block.stream == graph_stream) block.stream = kDefaultStream;
+  }
+  MoveCachedLocked(graph_stream, kDefaultStream);
 }
 
 void CachingPool::TrimFreePool() {
@@ -87,14 +139,19 @@ void CachingPool::TrimFreePool() {
 }
 
 void CachingPool::TrimLocked() {
-  for (auto& [key, ptr] : free_) {
-    const size_t size = key.second;
-    raw_.Free(ptr, size);
+  // A graph's cached blocks are in its replays: they stay (Note [Blocks a graph uses]).
+  for (auto it = free_.begin(); it != free_.end();) {
+    const auto [stream, size] = it->first;
+    if (graphs_.count(stream) != 0) {
+      ++it;
+      continue;
+    }
+    raw_.Free(it->second, size);
     stats_.reserved_bytes -= size;
+    stats_.cached_bytes -= size;
     ++stats_.raw_frees;
+    it = free_.erase(it);
   }
-  stats_.cached_bytes = 0;
-  free_.clear();
 }
 
 MemoryStats CachingPool::Stats() const {

@@ -13,7 +13,9 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "zero/core/device.h"
 
@@ -50,7 +52,8 @@ class RawAllocator {
 // stream, behind every kernel of the previous user, so they cannot touch the bytes
 // before those kernels have finished. Zero's ops launch every kernel and copy on the
 // legacy default stream (kernels/cuda/cuda_common.cuh, current_stream()), a single
-// stream shared by all host threads, and every tensor's block is allocated for it.
+// stream shared by all host threads, and every tensor's block is allocated for it
+// (but while a CUDA graph captures: Note [Blocks a graph uses] below).
 //
 // The pool is ready for blocks of more streams: each block records the stream it
 // was allocated for (its owner), keeps it while cached, and is handed out again only
@@ -65,6 +68,20 @@ class RawAllocator {
 // hook make the block itself wait for the other stream before it is reused.
 // The CUDA context refuses to build with per-thread default streams
 // (nvcc --default-stream per-thread), where "stream 0" would differ per host thread.
+//
+// Note [Blocks a graph uses]
+// A CUDA graph (core/cuda_graph.h) bakes the addresses its kernels touched into every
+// replay, long after the host has freed the tensors it captured. Two kinds of block are
+// in it. Those allocated while capturing are for the graph's own stream, so the stream
+// rule above already keeps them for the graph: no default-stream request can get them,
+// and the graph reuses them within itself exactly as the captured host code did. Those
+// that were live when capture began (parameters, moments, the fixed inputs) are the
+// danger: freed later, one would go to a default-stream tensor that a replay then
+// overwrites. So `BeginGraph` marks every block live at that moment, and such a block,
+// once freed, is held (still counted live, never cached) until the last graph keeping it
+// ends. PyTorch keeps a graph's blocks in a private pool for the same reason. The
+// default stream's cached blocks go to the graph when it begins: its replays run on the
+// legacy stream, after whatever last used them, and the capture then needs few new ones.
 
 /// A best-fit cache of freed blocks over a `RawAllocator`.
 ///
@@ -100,9 +117,19 @@ class CachingPool {
   void ResetPeak();
   /// `bytes` rounded up to the pool's granularity.
   size_t RoundUp(size_t bytes) const;
+  /// Starts a graph captured on `graph_stream`: keeps every block live now out of reuse
+  /// until `EndGraph` (freed, such a block is held, still counted live), and gives the
+  /// default stream's cached blocks to the graph. See Note [Blocks a graph uses].
+  void BeginGraph(StreamId graph_stream);
+  /// Ends the graph of `graph_stream`: caches the blocks held for it alone, and hands its
+  /// stream's blocks to the default stream. Call only when no launch of the graph can
+  /// still be running.
+  void EndGraph(StreamId graph_stream);
 
  private:
   void TrimLocked();
+  void CacheLocked(void* ptr, size_t size, StreamId stream);
+  void MoveCachedLocked(StreamId from, StreamId to);
 
   RawAllocator& raw_;
   size_t rounding_;
@@ -115,6 +142,9 @@ class CachingPool {
   std::multimap<std::pair<StreamId, size_t>, void*> free_;
   std::unordered_map<void*, Block> live_;
   MemoryStats stats_;
+  std::map<StreamId, std::vector<void*>> graphs_;  // graph stream -> the blocks it keeps
+  std::unordered_map<void*, int> kept_;            // block -> graphs keeping it
+  std::unordered_set<void*> held_;                 // kept blocks freed since
 };
 
 /// The allocator of one device. Tensors get their buffers through it.

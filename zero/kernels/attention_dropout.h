@@ -60,6 +60,16 @@ struct AttentionDropout {
     return bits;
   }
 
+  /// These draws moved by `*shift` stream words, a multiple of 4 (a CUDA graph's Philox
+  /// shift, core/cuda_graph.h); itself when `shift` is null. Device code only: kernels
+  /// call it once at their start.
+  ZERO_HOST_DEVICE AttentionDropout shifted() const {
+    AttentionDropout d = *this;
+    if (shift != nullptr) d.first_block += *shift / 4;
+    d.shift = nullptr;
+    return d;
+  }
+
   /// The factor of probability (bh, i, j) alone: f[2 (i % 2) + j % 2] of its square.
   ZERO_HOST_DEVICE float factor(int64_t bh, int64_t i, int64_t j) const {
     float f[4];
@@ -73,6 +83,8 @@ struct AttentionDropout {
   uint64_t first_block;  ///< Philox block of square (0, 0, 0): the offset rounded up to 4 words.
   int64_t half_tq;       ///< ceil(Tq / 2): squares down a slice.
   int64_t half_tk;       ///< ceil(Tk / 2): squares across a slice.
+  /// Null, or the device address of a shift added to the offset (see `shifted`).
+  const uint64_t* shift = nullptr;
 };
 
 }  // namespace zero::ops

@@ -1,7 +1,7 @@
 /// @file
 /// The arithmetic of gradient clipping, written once for the three places that run it:
 /// `optim::clip_grad_norm` on the host, and the `clip_factor` kernels of both devices
-/// (cpu/optimizer_cpu.cpp, cuda/optimizer.cu). One definition is what makes the device's
+/// (cpu/optimizer_cpu.cpp, cuda/grad_clip.cu). One definition is what makes the device's
 /// factor the host's decision to the bit (Note [The clip factor on the device] in
 /// optim/grad_clip.cpp). The build does not use fast math, so the GPU rounds these
 /// operations as IEEE does, as the host does.

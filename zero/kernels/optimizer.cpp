@@ -1,8 +1,9 @@
 // Dispatch for the optimiser's multi-tensor kernels: AdamW over every parameter, and
 // the sum of squares, scale and clip factor of gradient-norm clipping. Checks every
 // tensor (contiguous, one device, matching shapes, dtypes) and the hyper-parameters,
-// then calls the CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu) kernel. The
-// optimiser classes of optim/ decide which tensors; these kernels do the arithmetic.
+// then calls the CPU (cpu/optimizer_cpu.cpp) or CUDA (cuda/optimizer.cu, grad_clip.cu)
+// kernel. The optimiser classes of optim/ decide which tensors; these kernels do the
+// arithmetic.
 //
 // Dtypes, for mixed precision: parameters and moments are the FP32 master copies;
 // gradients may be f32, bf16 or f16 (read into FP32); an AdamW entry's optional
@@ -16,6 +17,7 @@
 namespace zero::ops {
 
 ZERO_DEFINE_KERNEL(adamw);
+ZERO_DEFINE_KERNEL(adamw_scalars);
 ZERO_DEFINE_KERNEL(sum_of_squares);
 ZERO_DEFINE_KERNEL(scale);
 ZERO_DEFINE_KERNEL(clip_factor);
@@ -45,14 +47,35 @@ void check_all(const char* op, const std::vector<Tensor>& tensors) {
 
 }  // namespace
 
-void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
-  const char* op = "adamw";
+namespace {
+
+void check_hyper_parameters(const char* op, const AdamWParams& hp) {
   ZERO_CHECK(hp.step >= 1, op, ": expected a 1-based step >= 1, got ", hp.step);
   ZERO_CHECK(hp.beta1 >= 0.0f && hp.beta1 < 1.0f && hp.beta2 >= 0.0f && hp.beta2 < 1.0f, op,
              ": expected betas in [0, 1), got beta1 = ", hp.beta1, ", beta2 = ", hp.beta2);
   ZERO_CHECK(hp.lr >= 0.0f && hp.eps >= 0.0f && hp.weight_decay >= 0.0f, op,
              ": expected lr, eps and weight_decay >= 0, got lr = ", hp.lr, ", eps = ", hp.eps,
              ", weight_decay = ", hp.weight_decay);
+}
+
+// Three F32 elements on a GPU: AdamWParams::scalars.
+void check_scalars(const char* op, const Tensor& t) {
+  check_tensor(op, t, "scalars", DataType::F32, {3});
+  ZERO_CHECK(t.device().is_cuda(), op, ": scalars on the device are for CUDA; got ",
+             t.device());
+}
+
+}  // namespace
+
+void adamw_scalars(const AdamWParams& hp, const Tensor& out) {
+  check_hyper_parameters("adamw_scalars", hp);
+  check_scalars("adamw_scalars", out);
+  adamw_scalars_stub(out.device(), hp, out);
+}
+
+void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
+  const char* op = "adamw";
+  check_hyper_parameters(op, hp);
   if (tensors.empty()) return;
   const Tensor& first = tensors.front().param;
   for (const AdamWTensor& e : tensors) {
@@ -67,6 +90,10 @@ void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp) {
     check_scalar(op, hp.grad_factor, "grad_factor");
     check_contiguous(op, hp.grad_factor, "grad_factor");
     check_same_device(op, {&first, &hp.grad_factor});
+  }
+  if (hp.scalars.defined()) {
+    check_scalars(op, hp.scalars);
+    check_same_device(op, {&first, &hp.scalars});
   }
   adamw_stub(first.device(), tensors, hp);
 }

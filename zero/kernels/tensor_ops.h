@@ -205,7 +205,7 @@ void concat(const std::vector<Tensor>& inputs, int dim, const Tensor& out);
 
 /// @name Optimiser
 /// Multi-tensor kernels: one call, and on CUDA one launch per few dozen tensors, for all
-/// of a model's parameters (Note [Multi-tensor launches] in cuda/optimizer.cu).
+/// of a model's parameters (Note [Multi-tensor launches] in cuda/multi_tensor.cuh).
 /// Every tensor is contiguous and all are on one device. Parameters and moments are F32
 /// (the master weights of mixed precision); gradients may be F32, BF16 or F16, each
 /// tensor its own, and are read into FP32.
@@ -225,6 +225,11 @@ struct AdamWParams {
   /// with no pass of their own), and when it is not finite the step writes nothing: no
   /// parameter, moment or param_copy changes (a skipped step). Undefined: no factor.
   Tensor grad_factor{};
+  /// Optional, CUDA only: three F32 elements on the parameters' device that
+  /// `adamw_scalars` wrote, the constants of a step. When defined the update reads them
+  /// there and ignores `lr`, `weight_decay` and `step`, so that a CUDA graph's replays
+  /// each take their own step's (core/cuda_graph.h). Undefined: computed here.
+  Tensor scalars{};
 };
 /// One parameter of an AdamW step: four (or five) tensors of one shape.
 struct AdamWTensor {
@@ -242,6 +247,9 @@ struct AdamWTensor {
 /// factor and then the step without it; a 16-bit gradient times the factor is not
 /// rounded back to 16 bits first, as `scale` would round it.
 void adamw(const std::vector<AdamWTensor>& tensors, const AdamWParams& hp);
+/// Writes into `out` (three F32 elements on a GPU, for `AdamWParams::scalars`) the
+/// constants `adamw` would compute from `hp` for step `hp.step`, by a launch of their own.
+void adamw_scalars(const AdamWParams& hp, const Tensor& out);
 /// One AdamW step in place on contiguous `param`, `m`, `v` from `grad`: `adamw` on one entry.
 void adamw_update(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                   const AdamWParams& hp);

@@ -34,6 +34,17 @@ Tensor contiguous_grad(const Tensor& param) {
   return grad;
 }
 
+ops::AdamWParams params_of(const AdamWOptions& o, int64_t step) {
+  ops::AdamWParams hp;
+  hp.lr = o.lr;
+  hp.beta1 = o.beta1;
+  hp.beta2 = o.beta2;
+  hp.eps = o.eps;
+  hp.step = step;
+  hp.weight_decay = o.weight_decay;
+  return hp;
+}
+
 }  // namespace
 
 AdamW::AdamW(std::vector<std::pair<std::string, Tensor>> named_params, AdamWOptions options)
@@ -54,6 +65,11 @@ AdamW::AdamW(std::vector<std::pair<std::string, Tensor>> named_params, AdamWOpti
 void AdamW::Step() { StepWith(Tensor()); }
 
 void AdamW::Step(const Tensor& grad_factor) {
+  CheckFactor(grad_factor);
+  StepWith(grad_factor);
+}
+
+void AdamW::CheckFactor(const Tensor& grad_factor) const {
   // Checked before anything is counted or written (ops::adamw checks again).
   ZERO_CHECK(grad_factor.defined() && grad_factor.dtype() == DataType::F32 &&
                  grad_factor.numel() == 1,
@@ -61,7 +77,6 @@ void AdamW::Step(const Tensor& grad_factor) {
   ZERO_CHECK(slots_.empty() || grad_factor.device() == slots_.front().param.device(),
              "AdamW::Step: grad_factor on ", grad_factor.device(), ", the parameters on ",
              slots_.front().param.device());
-  StepWith(grad_factor);
 }
 
 void AdamW::UncountStep() {
@@ -70,16 +85,30 @@ void AdamW::UncountStep() {
 }
 
 void AdamW::StepWith(const Tensor& grad_factor) {
-  NoGradGuard no_grad;
   ++step_;
-  ops::AdamWParams hp;
-  hp.lr = options_.lr;
-  hp.beta1 = options_.beta1;
-  hp.beta2 = options_.beta2;
-  hp.eps = options_.eps;
-  hp.step = step_;
-  hp.weight_decay = options_.weight_decay;
+  Update(grad_factor, Tensor());
+}
+
+void AdamW::PrepareStep() {
+  ZERO_CHECK(!slots_.empty() && slots_.front().param.device().is_cuda(),
+             "AdamW::PrepareStep: the step in two halves is for CUDA parameters");
+  NoGradGuard no_grad;
+  if (!scalars_.defined()) scalars_ = Tensor::Zeros({3}, slots_.front().param.options());
+  ++step_;
+  ops::adamw_scalars(params_of(options_, step_), scalars_);
+}
+
+void AdamW::ApplyStep(const Tensor& grad_factor) {
+  ZERO_CHECK(scalars_.defined(), "AdamW::ApplyStep: call PrepareStep first");
+  CheckFactor(grad_factor);
+  Update(grad_factor, scalars_);
+}
+
+void AdamW::Update(const Tensor& grad_factor, const Tensor& scalars) {
+  NoGradGuard no_grad;
+  ops::AdamWParams hp = params_of(options_, step_);
   hp.grad_factor = grad_factor;  // checked by ops::adamw: one F32 element, our device
+  hp.scalars = scalars;
   std::vector<ops::AdamWTensor> tensors;
   for (Slot& s : slots_) {
     if (!s.param.Grad().defined()) continue;

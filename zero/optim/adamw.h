@@ -58,6 +58,16 @@ class AdamW {
   /// Drops every parameter's gradient.
   void ZeroGrad();
 
+  /// `Step(grad_factor)` in two halves, for a step captured as a CUDA graph
+  /// (core/cuda_graph.h): `PrepareStep` counts the step and writes its constants (from
+  /// the learning rate and the count) to the device, `ApplyStep` launches the update,
+  /// which reads them there. Captured, `ApplyStep` is replayed as it was, and the
+  /// `PrepareStep` before each replay gives it that step's learning rate and bias
+  /// correction. CUDA parameters only.
+  void PrepareStep();
+  /// The update of the step `PrepareStep` counted; see `PrepareStep`.
+  void ApplyStep(const Tensor& grad_factor);
+
   /// Sets the learning rate used by the next `Step()`.
   void SetLr(float lr);
   /// The current learning rate.
@@ -88,10 +98,14 @@ class AdamW {
   };
   // Step and Step(grad_factor): `grad_factor` undefined for none.
   void StepWith(const Tensor& grad_factor);
+  // The update of step step_; `scalars` defined to read its constants on the device.
+  void Update(const Tensor& grad_factor, const Tensor& scalars);
+  void CheckFactor(const Tensor& grad_factor) const;
 
   std::vector<Slot> slots_;
   AdamWOptions options_;
   int64_t step_ = 0;
+  Tensor scalars_;  // PrepareStep's constants on the device (3 F32)
 };
 
 }  // namespace zero::optim

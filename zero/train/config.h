@@ -34,6 +34,11 @@ struct TrainConfig {
   /// (Note [Mixed precision] in nn/module.h). F16 turns on dynamic loss scaling.
   DataType dtype = DataType::F32;
   LossScalerOptions loss_scaling;  ///< The loss scaler's settings (used in F16 only).
+  /// On a GPU, run each step after the first as the replay of one CUDA graph of the
+  /// step (Note [The step as one CUDA graph] in train/step_graph.cpp): the same kernels
+  /// on the same bits, without a launch each. Not for F16 or data-parallel runs, which
+  /// decide things on the host between kernels. A run-time choice, not saved.
+  bool cuda_graph = true;
 
   /// nanoGPT's shakespeare_char run: 6 layers, 6 heads, 384 wide, block 256, batch 64,
   /// dropout 0.2, lr 1e-3 -> 1e-4, warmup 100, 5000 steps.

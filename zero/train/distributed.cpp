@@ -47,6 +47,7 @@ void Trainer::EnableDataParallel(std::shared_ptr<dist::Communicator> comm,
   ZERO_CHECK(comm != nullptr && device_ == Device::Cuda(comm->device()),
              "Trainer::EnableDataParallel: expected a communicator on the trainer's device ",
              device_, comm ? detail::str_cat(", got one on cuda:", comm->device()) : ", got none");
+  DropGraph();  // data-parallel steps run kernel by kernel
   train_sampler_->SetShard(comm->rank(), comm->world());
   data_parallel_ = std::make_shared<dist::DataParallel>(std::move(comm), model_->NamedParameters(),
                                                         bucket_cap_bytes);

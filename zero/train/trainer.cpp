@@ -71,32 +71,15 @@ StepResult Trainer::Step() {
     profiler::Scope scope("sampler: next batch");
     std::tie(x, y) = train_sampler_->Next();  // (B, T) each
   }
-  const Tensor loss = model_->Loss(x, y);  // () F32 in every dtype
-  // F16: the gradients are those of loss * S, S the loss scale (loss_scaler.h), so that
-  // small ones stay above F16's smallest values; the clip factor below divides by S again.
   r.loss_scale = scaler_.scale();
-  const Tensor scaled = scaler_.enabled() ? loss * r.loss_scale : loss;  // ()
-  if (data_parallel_) {
-    data_parallel_->Backward(scaled);  // gradients averaged over ranks (distributed.h)
-  } else {
-    scaled.Backward();
-  }
-  // Clipping (and in F16 unscaling) is decided on the device and applied inside AdamW's
-  // pass, so nothing waits for the device between backward and update (Note [The clip
-  // factor on the device] in optim/grad_clip.cpp). Same bits as clip_grad_norm + Step().
-  Tensor norm_and_factor;  // (2,) on the device: the true gradient norm, AdamW's factor
-  {
-    profiler::Scope scope("clip_grad_norm");
-    const float bound = config_.grad_clip > 0 ? config_.grad_clip : INFINITY;
-    norm_and_factor = optim::clip_factor(params_, bound, r.loss_scale);  // unscales too
-  }
-  {
-    // A non-finite norm (an F16 overflow, or a real inf/NaN) gives a NaN factor, and the
-    // update writes nothing: an inf/NaN gradient would poison the moments.
-    profiler::Scope scope("AdamW step");
-    optimizer_->Step(norm_and_factor.Slice(0, 1, 2));
-  }
-  optimizer_->ZeroGrad();
+  // The first step runs kernel by kernel (it times the GEMMs and makes the cached casts,
+  // which a capture could not); a graph step is empty when its capture failed.
+  StepTensors out;
+  if (graph_allowed() && eager_steps_ > 0) out = GraphStep(x, y);
+  r.replayed = out.loss.defined();
+  if (!r.replayed) out = EagerStep(x, y, r.loss_scale);
+  const Tensor& loss = out.loss;
+  const Tensor& norm_and_factor = out.norm_and_factor;
   // The step's one wait for the device (the loss's mean over ranks when data-parallel);
   // the norm and factor, computed before the update, are then a copy with nothing to wait for.
   r.loss = data_parallel_ ? data_parallel_->AverageOverRanks(loss) : loss.Item();
@@ -120,12 +103,60 @@ StepResult Trainer::Step() {
   return r;
 }
 
+Trainer::StepTensors Trainer::EagerStep(const Tensor& x, const Tensor& y, float loss_scale) {
+  ++eager_steps_;
+  return Update(model_->Loss(x, y), loss_scale, false);  // () F32 in every dtype
+}
+
+// Backward, clip and AdamW from the batch's loss: the part of a step after the forward.
+// `captured`: AdamW's constants come from the PrepareStep made before the capture.
+Trainer::StepTensors Trainer::Update(const Tensor& loss, float loss_scale, bool captured) {
+  // F16: the gradients are those of loss * S, S the loss scale (loss_scaler.h), so that
+  // small ones stay above F16's smallest values; the clip factor below divides by S again.
+  const Tensor scaled = scaler_.enabled() ? loss * loss_scale : loss;  // ()
+  if (data_parallel_) {
+    data_parallel_->Backward(scaled);  // gradients averaged over ranks (distributed.h)
+  } else {
+    scaled.Backward();
+  }
+  // Clipping (and in F16 unscaling) is decided on the device and applied inside AdamW's
+  // pass, so nothing waits for the device between backward and update (Note [The clip
+  // factor on the device] in optim/grad_clip.cpp). Same bits as clip_grad_norm + Step().
+  StepTensors out{loss, Tensor()};  // norm_and_factor: (2,), the true norm, AdamW's factor
+  {
+    profiler::Scope scope("clip_grad_norm");
+    const float bound = config_.grad_clip > 0 ? config_.grad_clip : INFINITY;
+    out.norm_and_factor = optim::clip_factor(params_, bound, loss_scale);  // unscales too
+  }
+  {
+    // A non-finite norm (an F16 overflow, or a real inf/NaN) gives a NaN factor, and the
+    // update writes nothing: an inf/NaN gradient would poison the moments.
+    profiler::Scope scope("AdamW step");
+    const Tensor factor = out.norm_and_factor.Slice(0, 1, 2);
+    if (captured) {
+      optimizer_->ApplyStep(factor);
+    } else {
+      optimizer_->Step(factor);
+    }
+  }
+  optimizer_->ZeroGrad();
+  return out;
+}
+
 Trainer::Profile Trainer::ProfileSteps(int64_t steps) {
   ZERO_CHECK(steps > 0, "Trainer::ProfileSteps: expected steps > 0, got ", steps);
   Profile p;
   p.steps = steps;
+  profiling_ = true;  // the profiler times ops one by one: no graph
   profiler::Start(device_);
-  for (int64_t i = 0; i < steps; ++i) p.total_ms += Step().ms;
+  try {
+    for (int64_t i = 0; i < steps; ++i) p.total_ms += Step().ms;
+  } catch (...) {
+    profiling_ = false;
+    profiler::Stop();
+    throw;
+  }
+  profiling_ = false;
   p.rows = profiler::Stop();
   return p;
 }
@@ -153,6 +184,11 @@ float Trainer::Evaluate(int64_t iters) {
     total += model_->Loss(x, y).Item();
   }
   return static_cast<float>(total / static_cast<double>(batches));
+}
+
+bool Trainer::graph_allowed() const {
+  return config_.cuda_graph && device_.is_cuda() && !data_parallel_ && !scaler_.enabled() &&
+         !profiling_ && !graph_failed_;
 }
 
 bool Trainer::RecordValLoss(float loss) {
@@ -187,6 +223,7 @@ void Trainer::Save(const std::string& dir) {
 }
 
 void Trainer::Resume(const std::string& dir) {
+  DropGraph();  // the loaded state is captured afresh
   TrainerState s;
   load_checkpoint(dir, *model_, optimizer_.get(), s);
   ZERO_CHECK(s.sampler_seed == train_sampler_->seed(),
@@ -207,6 +244,7 @@ void Trainer::Resume(const std::string& dir) {
 }
 
 void Trainer::LoadWeights(const std::string& dir) {
+  DropGraph();
   TrainerState ignored;
   load_checkpoint(dir, *model_, nullptr, ignored);
 }

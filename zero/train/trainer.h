@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "zero/autograd/profiler.h"
+#include "zero/core/cuda_graph.h"
 #include "zero/data/batch_sampler.h"
 #include "zero/distributed/grad_buckets.h"
 #include "zero/nn/gpt.h"
@@ -54,6 +55,7 @@ struct StepResult {
   double ms = 0;         ///< Wall time, including the one synchronisation that reads the loss.
   bool skipped = false;  ///< True when the gradient norm was not finite and no update was made.
   float loss_scale = 1;  ///< The loss scale the step's backward used (1 unless F16).
+  bool replayed = false;  ///< True when the step ran as a CUDA graph (TrainConfig::cuda_graph).
 };
 
 /// A GPT, its AdamW optimiser, the batch samplers and the step count.
@@ -128,6 +130,10 @@ class Trainer {
   /// Defined in distributed.cpp. @throws zero::Error if `comm` is on another device.
   void EnableDataParallel(std::shared_ptr<dist::Communicator> comm,
                           size_t bucket_cap_bytes = dist::GradBuckets::kDefaultCapBytes);
+  /// Whether the step the next `Step()` takes would run as a CUDA graph:
+  /// `TrainConfig::cuda_graph` on a GPU, not F16, not data-parallel, not profiling, and no
+  /// capture has failed.
+  bool graph_allowed() const;
   /// The data-parallel machinery, or null for a single-process run.
   dist::DataParallel* data_parallel() const { return data_parallel_.get(); }
   /// Sets the metrics log path recorded in checkpoints.
@@ -148,6 +154,25 @@ class Trainer {
   int64_t skipped_ = 0;
   int64_t nonfinite_in_a_row_ = 0;  // steps whose loss was NaN or infinite, up to now
   float best_val_loss_;
+
+  // The step's GPU work: its loss and (norm, AdamW factor), both still on the device.
+  struct StepTensors {
+    Tensor loss, norm_and_factor;
+  };
+  StepTensors EagerStep(const Tensor& x, const Tensor& y, float loss_scale);
+  // Defined in step_graph.cpp (Note [The step as one CUDA graph]).
+  StepTensors GraphStep(const Tensor& x, const Tensor& y);
+  StepTensors CaptureStep(const Tensor& x, const Tensor& y);
+  StepTensors Update(const Tensor& loss, float loss_scale, bool captured);
+  void DropGraph();
+  std::unique_ptr<cuda::CudaGraph> graph_;  // the captured step, once captured
+  Tensor graph_x_, graph_y_;                // its fixed inputs
+  StepTensors graph_out_;                   // its outputs, rewritten by each replay
+  uint64_t graph_words_ = 0;  // Philox words a step draws, rounded up to 4
+  uint64_t graph_start_ = 0;  // the dropout generator's offset when it was captured
+  int64_t eager_steps_ = 0;   // steps run kernel by kernel by this trainer
+  bool graph_failed_ = false;
+  bool profiling_ = false;
 };
 
 }  // namespace zero::train

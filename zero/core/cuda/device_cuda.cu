@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "zero/core/cuda/cuda_check.cuh"
+#include "zero/core/cuda_graph.h"
 #include "zero/core/device.h"
 #include "zero/core/device_memory.h"
 #include "zero/core/tensor_context.h"
@@ -55,7 +56,14 @@ class CudaMallocAllocator : public RawAllocator {
   void* Allocate(size_t bytes) override {
     ZERO_CUDA_CHECK(cudaSetDevice(index_));
     void* ptr = nullptr;
-    if (cudaMalloc(&ptr, bytes) != cudaSuccess) {
+    // While this thread captures a CUDA graph, cudaMalloc counts as unsafe (it may wait
+    // for the device), but the graph's first blocks come from it: relax the check for
+    // this one call, as PyTorch's allocator does.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    ZERO_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    const cudaError_t status = cudaMalloc(&ptr, bytes);
+    ZERO_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    if (status != cudaSuccess) {
       cudaGetLastError();  // out of memory is not sticky; let the pool trim and retry
       return nullptr;
     }
@@ -73,15 +81,16 @@ class CudaMallocAllocator : public RawAllocator {
 
 // Caching allocator of one GPU: requests rounded to 512 bytes (every cudaMalloc
 // result is at least 256-byte aligned; rounding keeps cached sizes few and reusable).
-// Every block is for the legacy default stream, where Zero launches all its work:
-// see Note [Blocks and streams].
+// Every block is for the stream this thread launches on: the legacy default stream,
+// where Zero launches all its work, or a capturing graph's (Note [Blocks a graph uses]).
 class CUDATensorContext : public TensorContext {
  public:
   explicit CUDATensorContext(int index) : index_(index), raw_(index), pool_(raw_, 512) {}
   Device device() const override { return Device::Cuda(index_); }
   void* NewMem(size_t bytes) override {
-    return pool_.Allocate(bytes, CachingPool::kDefaultStream);
+    return pool_.Allocate(bytes, reinterpret_cast<CachingPool::StreamId>(cuda::launch_stream()));
   }
+  CachingPool& pool() { return pool_; }
   void DeleteMem(void* ptr) override { pool_.Free(ptr); }
   void TrimFreePool() override { pool_.TrimFreePool(); }
   MemoryStats Stats() const override { return pool_.Stats(); }
@@ -107,6 +116,10 @@ TensorContext& cuda_tensor_context(int index) {
   if (contexts.empty()) contexts.resize(count, nullptr);
   if (contexts[index] == nullptr) contexts[index] = new CUDATensorContext(index);
   return *contexts[index];
+}
+
+CachingPool& cuda_pool(int index) {
+  return static_cast<CUDATensorContext&>(cuda_tensor_context(index)).pool();
 }
 
 }  // namespace detail

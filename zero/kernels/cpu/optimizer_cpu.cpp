@@ -109,7 +109,7 @@ void scale_cpu(const std::vector<Tensor>& tensors, float factor) {
 
 // clip_grad_norm's decision, made where the sum is, in its very arithmetic: the
 // functions of clip_rule.h, which clip_grad_norm and the CUDA twin (clip_factor_kernel
-// in cuda/optimizer.cu) call too (Note [The clip factor on the device] in
+// in cuda/grad_clip.cu) call too (Note [The clip factor on the device] in
 // optim/grad_clip.cpp).
 void clip_factor_cpu(const Tensor& sum_sq, float max_norm, float grad_scale, const Tensor& out) {
   const float norm = clip_norm(sum_sq.data_ptr<float>()[0], grad_scale);

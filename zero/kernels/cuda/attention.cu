@@ -60,6 +60,7 @@ template <int kD, Arith kA, int kX>
 __global__ void __launch_bounds__(kThreads, (kForwardBlocks<kD, kA, kX>)) attention_forward_kernel(
     Src<kA> q, Src<kA> k, Src<kA> v, Dst<kA> out, float* lse, int H, int Tq, int Tk, int D,
     float score_scale, bool causal, bool vectors, bool pairs, AttentionDropout drop) {
+  drop = drop.shifted();
   using E = Element<kA>;
   constexpr int kQT = kTile * kX;  // rows a block
   E* const smem = shared_tiles<E>();
@@ -224,7 +225,8 @@ void attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, b
                             const Tensor& lse) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) * q.size(2) == 0) return;
-  const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  drop.shift = cuda::philox_shift();
   // On an sm_90 GPU the 16-bit D = 64 forward runs on warpgroup products (Note
   // [Attention on warpgroups] in sm90/attention_forward_wgmma.cu), with dropout too.
   if (attention_forward_wgmma(q, k, v, causal, drop, out, lse)) return;

@@ -229,6 +229,7 @@ __global__ void __launch_bounds__(kThreads, (kBackwardBlocks<kD, kA>)) attention
     Src<kA> q, Src<kA> k, Src<kA> v, Src<kA> grad_out, const float2* stats,
     Dst<kA> grad_k, Dst<kA> grad_v, float* dq_sum, int H, int Tq, int Tk, int D, float scale,
     float score_scale, bool causal, bool vectors, AttentionDropout drop) {
+  drop = drop.shifted();
   using E = Element<kA>;
   E* const smem = shared_tiles<E>();
   // ks, vs (64, kLd) resident; then two sets of qs, dos (64, kLd) and the rows' stats
@@ -376,7 +377,8 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
   cuda::set_device(q);
   if (q.size(0) * q.size(1) == 0 || k.size(2) == 0) return;
-  const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  drop.shift = cuda::philox_shift();
   // 16-bit operands go in as they are: the tiles hold them (Note [16-bit fragments]).
   dispatch(q.size(3), q.dtype(), [&](auto width, auto arith) {
     backward<decltype(width)::value, decltype(arith)::value>(q, k, v, out, lse, grad_out, causal,

@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(kSimtThreads, 1) attention_backward_simt_kerne
     const float2* stats, Dst<Arith::kFp32> grad_k, Dst<Arith::kFp32> grad_v, float* dq_sum,
     int dq_ld, int H, int Tq, int Tk, int D, float scale, bool causal, bool vectors,
     AttentionDropout drop) {
+  drop = drop.shifted();
   float* const smem = shared_tiles<float>();
   float* const ks = smem;
   float* const vs = smem + kTileFloats;

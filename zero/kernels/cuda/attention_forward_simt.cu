@@ -36,6 +36,7 @@ __global__ void __launch_bounds__(kSimtThreads, 2) attention_forward_simt_kernel
     Src<Arith::kFp32> q, Src<Arith::kFp32> k, Src<Arith::kFp32> v, Dst<Arith::kFp32> out,
     float* lse, int H, int Tq, int Tk, int D, float scale, bool causal, bool vectors,
     AttentionDropout drop) {
+  drop = drop.shifted();
   float* const smem = shared_tiles<float>();
   float* const qs = smem;
   const auto ks = [&](int b) { return smem + (1 + 2 * b) * kTileFloats; };

@@ -64,6 +64,7 @@ struct Sizes {
 // out and lse; thread r = bh * Tq + i computes query i of slice bh.
 __global__ void reference_forward_kernel(In q, In k, In v, Out out, float* lse, int64_t rows,
                                          Sizes n, bool causal, AttentionDropout drop) {
+  drop = drop.shifted();
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const int64_t bh = r / n.Tq;
@@ -94,6 +95,7 @@ __global__ void reference_forward_kernel(In q, In k, In v, Out out, float* lse, 
 __global__ void reference_backward_dq_kernel(In q, In k, In v, In out, const float* lse,
                                              In grad_out, Out grad_q, int64_t rows, Sizes n,
                                              bool causal, AttentionDropout drop) {
+  drop = drop.shifted();
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const int64_t bh = r / n.Tq;
@@ -122,6 +124,7 @@ __global__ void reference_backward_dkdv_kernel(In q, In k, In v, In out, const f
                                                In grad_out, Out grad_k, Out grad_v,
                                                int64_t rows, Sizes n, bool causal,
                                                AttentionDropout drop) {
+  drop = drop.shifted();
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const int64_t bh = r / n.Tk;
@@ -162,7 +165,8 @@ void attention_reference_forward_cuda(const Tensor& q, const Tensor& k, const Te
   cuda::set_device(q);
   const int64_t rows = q.size(0) * q.size(1) * q.size(2);  // B * H * Tq
   if (rows == 0) return;
-  const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  drop.shift = cuda::philox_shift();
   const Tensor out32 = wide_output(out);  // Note [16-bit attention through the FP32 kernels]
   reference_forward_kernel<<<cuda::grid_for(rows), cuda::kBlock, 0, cuda::current_stream()>>>(
       in_view(widened(q)), in_view(widened(k)), in_view(widened(v)), out_view(out32),
@@ -177,7 +181,8 @@ void attention_reference_backward_cuda(const Tensor& q, const Tensor& k, const T
                                        uint64_t seed, uint64_t offset, const Tensor& grad_q,
                                        const Tensor& grad_k, const Tensor& grad_v) {
   cuda::set_device(q);
-  const AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  AttentionDropout drop(dropout_p, seed, offset, q.size(2), k.size(2));
+  drop.shift = cuda::philox_shift();
   const Sizes n = sizes_of(q, k);
   const int64_t query_rows = q.size(0) * q.size(1) * q.size(2);  // B * H * Tq
   const int64_t key_rows = k.size(0) * k.size(1) * k.size(2);    // B * H * Tk

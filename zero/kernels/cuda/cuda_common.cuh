@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "zero/core/cuda/cuda_check.cuh"
+#include "zero/core/cuda_graph.h"
 #include "zero/core/tensor.h"
 
 // Note [Bad indices on the GPU]
@@ -17,6 +18,9 @@
 // with the position and value; rerun on the CPU to find the culprit.
 
 namespace zero::ops::cuda {
+
+using zero::cuda::launch_stream;
+using zero::cuda::philox_shift;
 
 // 256 threads a block: 8 warps, enough to hide latency, small enough for many
 // resident blocks per SM.
@@ -29,10 +33,11 @@ inline unsigned int grid_for(int64_t n, int per_thread = 1) {
 }
 
 // The stream Zero's kernels run on: the legacy default stream, so every kernel is
-// ordered after the one before it and the caching allocator may reuse a block at once.
-// Side streams are the caller's (zero/core/stream.h, chapter 08), with the rule of
-// Note [Tensors used on another stream] there.
-inline cudaStream_t current_stream() { return 0; }
+// ordered after the one before it and the caching allocator may reuse a block at once;
+// while a CUDA graph captures, that graph's stream (Note [The step as one CUDA graph] in
+// core/cuda/cuda_graph.cu). Side streams are the caller's (zero/core/stream.h, chapter
+// 08), with the rule of Note [Tensors used on another stream] there.
+inline cudaStream_t current_stream() { return static_cast<cudaStream_t>(launch_stream()); }
 
 // Selects the tensor's GPU for the calls that follow.
 inline void set_device(const Tensor& t) { ZERO_CUDA_CHECK(cudaSetDevice(t.device().index())); }

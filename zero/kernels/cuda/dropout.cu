@@ -43,7 +43,10 @@ __device__ inline T dropped(T x, uint32_t word, float p, float scale, const T* r
 
 template <typename T>
 __global__ void dropout_kernel(const T* x, T* y, const T* residual, int64_t n, float p,
-                               uint64_t seed, uint64_t offset, bool grouped) {
+                               uint64_t seed, uint64_t offset, const uint64_t* shift,
+                               bool grouped) {
+  // A CUDA graph's shift moves the draws by whole Philox blocks; `first` stays.
+  if (shift != nullptr) offset += *shift;
   const uint64_t block = (offset >> 2) + blockIdx.x * static_cast<uint64_t>(blockDim.x) +
                          threadIdx.x;
   const int64_t first = static_cast<int64_t>(4 * block) - static_cast<int64_t>(offset);
@@ -84,7 +87,7 @@ void dropout_forward_cuda(const Tensor& x, float p, uint64_t seed, uint64_t offs
     // Blocks offset / 4 .. (offset + n - 1) / 4, a thread each.
     const int64_t blocks = static_cast<int64_t>((offset + n - 1) / 4 - offset / 4 + 1);
     dropout_kernel<T><<<grid_for(blocks), kBlock, 0, cuda::current_stream()>>>(
-        x.data_ptr<T>(), y.data_ptr<T>(), r, n, p, seed, offset, grouped);
+        x.data_ptr<T>(), y.data_ptr<T>(), r, n, p, seed, offset, cuda::philox_shift(), grouped);
     ZERO_CUDA_LAUNCH_CHECK();
   });
 }

@@ -35,13 +35,18 @@ __global__ void arange_kernel(T* out, int64_t n, double start, double step) {
   if (i < n) out[i] = static_cast<T>(start + step * i);
 }
 
-__global__ void uniform_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset) {
+// `shift`: a CUDA graph's Philox shift (core/cuda_graph.h), or null.
+__global__ void uniform_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset,
+                               const uint64_t* shift) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (shift != nullptr) offset += *shift;
   if (i < n) out[i] = philox_uniform(seed, offset + i);
 }
 
-__global__ void normal_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset) {
+__global__ void normal_kernel(float* out, int64_t n, uint64_t seed, uint64_t offset,
+                              const uint64_t* shift) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (shift != nullptr) offset += *shift;
   if (i < n) out[i] = philox_normal(seed, offset + i);
 }
 
@@ -140,7 +145,8 @@ void rand_uniform_cuda(const Tensor& out, uint64_t seed, uint64_t offset) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
-  uniform_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<float>(), n, seed, offset);
+  uniform_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<float>(), n, seed,
+                                                                  offset, cuda::philox_shift());
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -148,7 +154,8 @@ void rand_normal_cuda(const Tensor& out, uint64_t seed, uint64_t offset) {
   const int64_t n = out.numel();
   if (n == 0) return;
   cuda::set_device(out);
-  normal_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<float>(), n, seed, offset);
+  normal_kernel<<<grid_for(n), kBlock, 0, cuda::current_stream()>>>(out.data_ptr<float>(), n, seed,
+                                                                  offset, cuda::philox_shift());
   ZERO_CUDA_LAUNCH_CHECK();
 }
 

@@ -65,6 +65,7 @@ __global__ void __launch_bounds__(kBlockThreads, 2)
                                    int H, int Tq, int Tk, float score_scale, bool causal,
                                    AttentionDropout drop) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  drop = drop.shifted();
   using E = Element<kA>;
   constexpr bool kBf16 = kA == Arith::kBf16;
   extern __shared__ __align__(16) unsigned char smem_raw[];
