@@ -14,7 +14,9 @@ FMAs), with TF32 Tensor Cores (Zero: MX_FAST_MATMUL=tf32; PyTorch: allow_tf32) a
 BF16 (Zero: --dtype bf16, FP32 master weights; PyTorch: bf16 autocast). The "3xtf32"
 rows, which have no target, show Zero with MX_FAST_MATMUL=3xtf32 (large GEMMs and the
 attention as three TF32 products; Note [FP32 GEMMs on TF32 Tensor Cores]) against
-PyTorch FP32. Zero runs as tools/bench_train_step; PyTorch runs here, with the model of
+PyTorch FP32. Zero runs as tools/bench_train_step, whose steps after the first replay one
+CUDA graph of the step (TrainConfig::cuda_graph; torch.compile's default mode, used here
+as nanoGPT uses it, makes none). PyTorch runs here, with the model of
 tools/torch_reference.py (nanoGPT's architecture), F.cross_entropy on the full logits,
 clip_grad_norm_ and AdamW(fused=True), as nanoGPT's train.py does, once eager and, for
 the TF32 and BF16 rows, once more under torch.compile (the whole step's model forward
