@@ -9,7 +9,9 @@
 /// for the loss. The model computes in `config.dtype` (FP32, or BF16 / F16 on FP32
 /// master weights); in F16 the loss is scaled before the backward by a `LossScaler`,
 /// whose state checkpoints keep, and the gradients are unscaled by the factor that
-/// clips them.
+/// clips them. On a GPU, every step after the first is the replay of one CUDA graph of
+/// the step (`TrainConfig::cuda_graph`; Note [The step as one CUDA graph] in
+/// train/step_graph.cpp).
 /// `Evaluate` measures the validation loss on the same fixed batches every time (so two
 /// evaluations differ only because the model did). `Save` / `Resume` go through
 /// checkpoint.h; a resumed run continues with exactly the batches, dropout masks and
