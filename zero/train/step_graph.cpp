@@ -84,6 +84,7 @@ void Trainer::DropGraph() {
   graph_.reset();  // waits for its last replay, then gives its blocks back
   graph_out_ = StepTensors{};
   graph_x_ = graph_y_ = Tensor();
+  eager_steps_ = 0;  // a step kernel by kernel first, to remake the casts a load made stale
 }
 
 }  // namespace zero::train
