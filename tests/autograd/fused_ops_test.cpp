@@ -500,12 +500,14 @@ TEST_P(FusedOpsTest, LinearCrossEntropyAllIgnoredIsZero) {
 TEST_P(FusedOpsTest, LinearCrossEntropyDefaultChunkRows) {
   // A character vocabulary: the maximum of 8192 rows; 16384 rows in two chunks of it.
   EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(65, 16384, 4), 8192);
-  // GPT-2, <= 256 MiB of logits: at most 1280 FP32 rows, so 8192 rows in 7 chunks of
-  // 1216 (the last 896); at most 2624 BF16 rows, so 4 chunks of 2048.
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 8192, 4), 1216);
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 8192, 2), 2048);
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 1280, 4), 1280);
-  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(1 << 20, 8192, 4), 256);  // the floor
+  // GPT-2, <= 512 MiB of logits: at most 2624 FP32 rows, so 8192 rows in 4 chunks of
+  // 2048; at most 5312 BF16 rows, so 2 chunks of 4096; 6000 FP32 rows in 3 of 2048
+  // (the last 1904).
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 8192, 4), 2048);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 8192, 2), 4096);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 6000, 4), 2048);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(50304, 2624, 4), 2624);
+  EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(1 << 21, 8192, 4), 256);  // the floor
   EXPECT_EQ(OpLinearCrossEntropy::default_chunk_rows(65, 5, 4), 64);  // a few rows: one chunk
 }
 
