@@ -40,6 +40,21 @@
 // backward adds its rows into that, instead of zeroing a 154 MB table, adding to it, and
 // adding the two tables in a pass of their own. llm.c's layernorm_backward does the same
 // by adding into the residual's gradient buffer.
+// Note [Column sums made by the consumer]
+// A Linear's bias gradient is the column sum of its output's gradient, a pass over an
+// [N, C] tensor of its own (two launches: partial sums, then their sum). In a GPT block
+// that gradient is written whole by one kernel: the LayerNorm's backward, which adds the
+// sum so far (above) and is the last op to give the Linear's output a gradient. It already
+// keeps per-block column sums of its rows for its own weight and bias; one more set, of
+// the values it writes, gives the Linear's bias gradient in the same pass and the same
+// final launch. So before an op runs its backward, for each input i it `SumsGradColumns`
+// of and `AddsGradSoFar` to, the engine asks the input's producer for a buffer
+// (`ColumnSumsOfGrad`), but only when this op is the last one in the order to read that
+// output, reads it once, and no cast reads it (a gradient could reach it past the cast
+// later): only then is the gradient the op returns the output's whole gradient. The
+// producer keeps the buffer and uses it as its bias gradient. llm.c computes each bias
+// gradient in a kernel of its own.
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -73,6 +88,25 @@ std::vector<TensorOp*> topological_order(TensorOp* root) {
     }
   }
   return {order.rbegin(), order.rend()};  // post-order reversed: consumers first
+}
+
+// Each output (producer, index) that ops in `order` read, with the position of the last
+// op that reads it; SIZE_MAX where an op reads it twice or a cast reads it (Note [Column
+// sums made by the consumer]).
+using Readers = std::map<std::pair<const TensorOp*, size_t>, size_t>;
+Readers last_readers(const std::vector<TensorOp*>& order) {
+  Readers last;
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    const TensorOp* op = order[pos];
+    for (const Tensor& input : op->inputs()) {
+      if (!input.defined() || input.grad_fn() == nullptr) continue;
+      const auto key = std::make_pair(input.grad_fn().get(), input.impl()->output_index);
+      const auto [it, first] = last.emplace(key, pos);
+      const bool twice = !first && (it->second == pos || it->second == SIZE_MAX);
+      it->second = twice || op->is_cast() ? SIZE_MAX : pos;
+    }
+  }
+  return last;
 }
 
 // Adds `grad` into `slot`: the first gradient is adopted, later ones are summed.
@@ -171,6 +205,7 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
       }
     }
   }
+  const Readers readers = last_readers(order);
   std::unordered_map<TensorOp*, std::vector<Tensor>> slots;
   std::unordered_set<const TensorOp*> passed_casts;  // casts some gradient went past
   slots[grad_fn().get()].resize(grad_fn()->output_metas().size());
@@ -212,7 +247,23 @@ void Tensor::Backward(const Tensor& grad, bool keep_graph) const {
         so_far[i] = found->second[k];
         found->second[k] = Tensor();  // the slot adopts what the op returns
       }
-      grad_inputs = op->RunBackward(grad_outputs, so_far);
+      std::vector<Tensor> sums;  // Note [Column sums made by the consumer]
+      for (size_t i = 0; i < op->inputs().size(); ++i) {
+        const Tensor& input = op->inputs()[i];
+        if (!op->needs_grad(i) || !input.defined() || !op->AddsGradSoFar(i) ||
+            !op->SumsGradColumns(i) || input.grad_fn() == nullptr) {
+          continue;
+        }
+        TensorOp* producer = input.grad_fn().get();
+        const size_t k = input.impl()->output_index;
+        const auto last = readers.find({producer, k});
+        if (producer->is_cast() || last == readers.end() || last->second != pos) continue;
+        Tensor buffer = producer->ColumnSumsOfGrad(k);
+        if (!buffer.defined()) continue;
+        sums.resize(op->inputs().size());
+        sums[i] = std::move(buffer);
+      }
+      grad_inputs = op->RunBackward(grad_outputs, so_far, sums);
       for (size_t i = 0; i < so_far.size(); ++i) {  // none returned: the sum so far goes back
         if (so_far[i].defined() && !grad_inputs[i].defined()) grad_inputs[i] = so_far[i];
       }

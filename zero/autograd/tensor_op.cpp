@@ -137,8 +137,14 @@ const Tensor& TensorOp::grad_so_far(size_t i) const {
   return i < so_far_.size() ? so_far_[i] : kNone;
 }
 
+const Tensor& TensorOp::grad_column_sums(size_t i) const {
+  static const Tensor kNone;
+  return i < column_sums_.size() ? column_sums_[i] : kNone;
+}
+
 std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_outputs,
-                                          std::vector<Tensor> so_far) {
+                                          std::vector<Tensor> so_far,
+                                          std::vector<Tensor> column_sums) {
   ZERO_CHECK(!released_, "the graph through ", name(), " was freed by an earlier Backward(); "
              "pass keep_graph=true to the first Backward() to run backward twice");
   CheckVersions();
@@ -154,8 +160,10 @@ std::vector<Tensor> TensorOp::RunBackward(const std::vector<Tensor>& grad_output
   {
     profiler::Scope scope(name(), "backward");
     so_far_ = std::move(so_far);
+    column_sums_ = std::move(column_sums);
     grads = Backward_(grad_outputs);
     so_far_.clear();
+    column_sums_.clear();
   }
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (recomputed_[i]) inputs_[i] = edge_of(inputs_[i]);  // the value goes with this backward
@@ -216,6 +224,7 @@ Tensor TensorOp::Recompute(size_t k) {
 void TensorOp::Release() {
   inputs_.clear();
   so_far_.clear();
+  column_sums_.clear();
   ReleaseSaved_();
   released_ = true;
 }

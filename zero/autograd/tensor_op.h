@@ -56,13 +56,23 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// `grad_dtype(input)`, the leaf's dtype past a cast (the engine hands over a .grad
   /// only when this pass made it and nothing else holds it).
   virtual bool AddsLeafGradSoFar(size_t /*i*/) const { return false; }
+  /// Whether `Backward_`, given `grad_column_sums(i)`, writes there the column sums (over
+  /// all but the last dimension) of the gradient it returns for input `i`. Asked only of
+  /// an op that `AddsGradSoFar(i)` (Note [Column sums made by the consumer] in engine.cpp).
+  virtual bool SumsGradColumns(size_t /*i*/) const { return false; }
+  /// A buffer for the column sums of output `k`'s gradient, when this op's backward would
+  /// otherwise sum them itself (a bias gradient); the op keeps it for that backward, and
+  /// the consumer that writes the gradient whole fills it. Undefined when not wanted.
+  virtual Tensor ColumnSumsOfGrad(size_t /*k*/) { return Tensor(); }
 
   /// Runs `Backward_` on behalf of the engine; throws if the graph was freed. Inputs kept
   /// as edges to a recomputing producer are computed again for it first, and dropped
   /// after it (Note [Recomputed inputs] in tensor_op.cpp). `so_far[i]`, where given, is
-  /// the gradient input `i` already has, for an op that `AddsGradSoFar(i)`.
+  /// the gradient input `i` already has, for an op that `AddsGradSoFar(i)`;
+  /// `column_sums[i]`, where given, the buffer for an op that `SumsGradColumns(i)`.
   std::vector<Tensor> RunBackward(const std::vector<Tensor>& grad_outputs,
-                                  std::vector<Tensor> so_far = {});
+                                  std::vector<Tensor> so_far = {},
+                                  std::vector<Tensor> column_sums = {});
   /// Frees the graph edges and saved tensors (called by the engine after use).
   void Release();
 
@@ -87,6 +97,9 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   /// Inside `Backward_`: the gradient input `i` already has, which the gradient returned
   /// for it must include, where `AddsGradSoFar(i)`; undefined where there is none.
   const Tensor& grad_so_far(size_t i) const;
+  /// Inside `Backward_`: where to write the column sums of input `i`'s gradient, where
+  /// `SumsGradColumns(i)` and the engine asks for them; undefined otherwise.
+  const Tensor& grad_column_sums(size_t i) const;
 
  private:
   // Throws if an input or an output changed in place since Apply (Note [Version counter]).
@@ -97,7 +110,8 @@ class TensorOp : public std::enable_shared_from_this<TensorOp> {
   static bool remade_whole(const Tensor& t, const TensorOp& producer);
 
   std::vector<Tensor> inputs_;
-  std::vector<Tensor> so_far_;  // RunBackward's so_far, for Backward_
+  std::vector<Tensor> so_far_;       // RunBackward's so_far, for Backward_
+  std::vector<Tensor> column_sums_;  // ... and its column_sums
   std::vector<bool> needs_grad_;
   std::vector<bool> recomputed_;  // inputs kept as edges and recomputed for the backward
   std::vector<TensorMeta> output_metas_;

@@ -72,7 +72,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                          const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
                          const Tensor& grad_weight, const Tensor& grad_bias,
-                         const Tensor& grad_x_add) {
+                         const Tensor& grad_x_add, const Tensor& grad_x_sums) {
   const char* op = "layer_norm backward";
   check_same_device(op, {&grad_y, &x, &weight, &mean, &rstd, &grad_x, &grad_weight, &grad_bias});
   ZERO_CHECK(x.dim() >= 1 && x.size(-1) > 0, op,
@@ -101,8 +101,14 @@ void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& we
     check_like_x(op, grad_x_add, "grad_x_add", x);
     check_shape(op, grad_x_add, "grad_x_add", x.sizes());
   }
+  if (grad_x_sums.defined()) {
+    check_same_device(op, {&x, &grad_x_sums});
+    check_dtype_or_f32(op, grad_x_sums, "grad_x_sums", x.dtype());
+    check_contiguous(op, grad_x_sums, "grad_x_sums");
+    check_param(op, grad_x_sums, "grad_x_sums", x);
+  }
   layer_norm_backward_stub(x.device(), grad_y, x, weight, mean, rstd, grad_x, grad_weight,
-                           grad_bias, grad_x_add);
+                           grad_bias, grad_x_add, grad_x_sums);
 }
 
 }  // namespace zero::ops

@@ -143,10 +143,13 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 /// dtype or, both of them, in F32. With `grad_x_add` (like x, contiguous; it may be
 /// grad_x itself), grad_x is the LayerNorm's gradient plus grad_x_add, added in FP32
 /// after the gradient is rounded to x's dtype: the sum the unfused addition would make.
+/// With `grad_x_sums` ([C], contiguous, x's dtype or F32), also the column sums of
+/// grad_x as written, summed in FP32: the bias gradient of the Linear that made x.
 void layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                          const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
                          const Tensor& grad_weight, const Tensor& grad_bias,
-                         const Tensor& grad_x_add = Tensor());
+                         const Tensor& grad_x_add = Tensor(),
+                         const Tensor& grad_x_sums = Tensor());
 /// @}
 
 /// @name Embedding

@@ -31,6 +31,9 @@ class OpLinear : public TensorOp {
   explicit OpLinear(bool adds_residual = false) : adds_residual_(adds_residual) {}
   /// "OpLinear".
   const char* name() const override { return "OpLinear"; }
+  /// The bias gradient's buffer, for the output's consumer to fill (Note [Column sums
+  /// made by the consumer] in engine.cpp), when there is a bias that needs a gradient.
+  Tensor ColumnSumsOfGrad(size_t k) override;
 
  protected:
   /// Calls `ops::linear_forward`.
@@ -45,6 +48,7 @@ class OpLinear : public TensorOp {
  private:
   bool adds_residual_;
   bool bias_ = false;  // set by OpValue_: whether input 2 is a bias
+  Tensor grad_bias_;   // handed out by ColumnSumsOfGrad, for the next Backward_
 };
 
 /// The Linear's backward for the op `op` whose inputs begin {x [..., in], weight [out,
@@ -93,6 +97,8 @@ class OpMlp : public TensorOp {
  public:
   /// "OpMlp".
   const char* name() const override { return "OpMlp"; }
+  /// proj_bias's gradient buffer, as `OpLinear::ColumnSumsOfGrad` gives its bias's.
+  Tensor ColumnSumsOfGrad(size_t k) override;
 
  protected:
   /// Both Linears, the GeLU in the first; saves pre.
@@ -107,7 +113,8 @@ class OpMlp : public TensorOp {
   bool KeepsInput_(size_t i) const override { return i < 5; }
 
  private:
-  Tensor pre_;  // (N, H), detached
+  Tensor pre_;             // (N, H), detached
+  Tensor grad_proj_bias_;  // handed out by ColumnSumsOfGrad, for the next Backward_
 };
 
 /// Scaled dot-product attention on inputs {q [B, H, Tq, D], k, v [B, H, Tk, D]}

@@ -52,10 +52,19 @@ std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g, bool has_b
   return grads;
 }
 
+Tensor OpLinear::ColumnSumsOfGrad(size_t k) {
+  if (k != 0 || !bias_ || !needs_grad(2)) return Tensor();
+  const Tensor& bias = inputs()[2];
+  grad_bias_ = Tensor::Empty(bias.sizes(), bias.options().WithDtype(grad_dtype(bias)));
+  return grad_bias_;
+}
+
 std::vector<Tensor> OpLinear::Backward_(const std::vector<Tensor>& grad) {
   const int64_t out = inputs()[1].size(0);
+  const Tensor made = std::move(grad_bias_);  // (out) or undefined
+  grad_bias_ = Tensor();
   std::vector<Tensor> grads =
-      linear_grads(*this, grad[0].Contiguous().View({-1, out}), bias_);  // g: (N, out)
+      linear_grads(*this, grad[0].Contiguous().View({-1, out}), bias_, made);  // g: (N, out)
   // The residual was added: its gradient is g itself, of its shape (the output's).
   if (adds_residual_) grads.push_back(needs_grad(grads.size()) ? grad[0] : Tensor());
   return grads;

@@ -47,6 +47,14 @@ std::vector<Tensor> OpMlp::OpValue_(const std::vector<Tensor>& in) {
   return {y.View(in[0].sizes())};  // (..., C); `hidden` is freed here
 }
 
+Tensor OpMlp::ColumnSumsOfGrad(size_t k) {
+  if (k != 0 || !needs_grad(4)) return Tensor();
+  const Tensor& proj_bias = inputs()[4];
+  grad_proj_bias_ =
+      Tensor::Empty(proj_bias.sizes(), proj_bias.options().WithDtype(grad_dtype(proj_bias)));
+  return grad_proj_bias_;
+}
+
 std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
   const Tensor& proj_weight = inputs()[3];                                // (C, H)
   const Tensor g = grad[0].Contiguous().View({-1, proj_weight.size(0)});  // (N, C)
@@ -56,11 +64,15 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
     grad_proj_weight = Tensor::Empty(proj_weight.sizes(),
                                      proj_weight.options().WithDtype(grad_dtype(proj_weight)));
   }
-  if (needs_grad(4)) {
+  // proj_bias's gradient may have been summed by the pass that wrote g (ColumnSumsOfGrad).
+  const bool bias_made = grad_proj_bias_.defined();
+  grad_proj_bias = std::move(grad_proj_bias_);
+  grad_proj_bias_ = Tensor();
+  if (needs_grad(4) && !bias_made) {
     grad_proj_bias = Tensor::Empty(proj_bias.sizes(),
                                    proj_bias.options().WithDtype(grad_dtype(proj_bias)));
   }
-  const bool proj_grads = grad_proj_weight.defined() || grad_proj_bias.defined();
+  const bool proj_grads = grad_proj_weight.defined() || (grad_proj_bias.defined() && !bias_made);
   const bool input_grads = needs_grad(0) || needs_grad(1) || needs_grad(2);
   Tensor hidden;  // (N, H), made again: Note [Recomputing the GeLU]
   if (proj_grads) hidden = Tensor::Empty(pre_.sizes(), pre_.options());
@@ -79,7 +91,8 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
     ops::unary(ops::UnaryOp::kGelu, pre_, hidden);
   }
   if (proj_grads) {
-    ops::linear_backward_params(g, hidden, grad_proj_weight, grad_proj_bias);
+    ops::linear_backward_params(g, hidden, grad_proj_weight,
+                                bias_made ? Tensor() : grad_proj_bias);
     hidden = Tensor();  // freed before the first Linear's gradients
   }
   std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};

@@ -50,11 +50,19 @@ std::vector<Tensor> OpLayerNorm::Backward_(const std::vector<Tensor>& grad) {
   Tensor grad_bias = Tensor::Empty(weight.sizes(), weight.options().WithDtype(params));    // (C,)
   // One kernel produces all three; inputs that need none just drop theirs. x's gradient
   // so far is added in as grad_x is written, when it has x's dtype and layout.
+  // With the engine's buffer, the kernel also sums grad_x's columns as it writes them.
   const Tensor& so_far = grad_so_far(0);
+  const Tensor& sums = grad_column_sums(0);
   const bool add = so_far.defined() && so_far.dtype() == x.dtype() && so_far.is_contiguous();
+  const bool fused = add || !so_far.defined();
   ops::layer_norm_backward(grad[0].Contiguous(), x, weight.Contiguous(), mean_, rstd_, grad_x,
-                           grad_weight, grad_bias, add ? so_far : Tensor());
+                           grad_weight, grad_bias, add ? so_far : Tensor(),
+                           fused ? sums : Tensor());
   if (so_far.defined() && !add) grad_x = grad_x + so_far;
+  if (sums.defined() && !fused) {  // the sum added afterwards: its columns summed apart
+    const Tensor rows = grad_x.View({-1, x.size(-1)});
+    ops::linear_backward_params(rows, rows, Tensor(), sums);  // a bias gradient's sum
+  }
   return {needs_grad(0) ? grad_x : Tensor(), needs_grad(1) ? grad_weight : Tensor(),
           needs_grad(2) ? grad_bias : Tensor()};
 }

@@ -23,6 +23,9 @@ class OpLayerNorm : public TensorOp {
   /// True for x: its gradient is written with the one x already has added in (Note
   /// [Sums made by the op] in engine.cpp).
   bool AddsGradSoFar(size_t i) const override { return i == 0; }
+  /// True for x: the kernel that writes its gradient can sum its columns too (Note
+  /// [Column sums made by the consumer] in engine.cpp).
+  bool SumsGradColumns(size_t i) const override { return i == 0; }
 
  protected:
   /// Calls `ops::layer_norm_forward` on inputs {x, weight, bias}; keeps mean and rstd.

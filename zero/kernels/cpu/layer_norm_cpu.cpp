@@ -150,10 +150,28 @@ void backward_rows(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
   }
 }
 
+// sums[j] = the sum over rows of grad_x[row, j] as written, in double, stored as S.
+template <typename T, typename S>
+void grad_x_column_sums(const Tensor& grad_x, const Tensor& sums) {
+  const int64_t c = grad_x.size(-1), n = grad_x.numel() / c;
+  const T* pgx = grad_x.data_ptr<T>();
+  S* out = sums.data_ptr<S>();
+  const int64_t blocks = (c + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for if (n * c > kParallelGrain)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t j0 = b * kColumnBlock, j1 = std::min(c, j0 + kColumnBlock);
+    double acc[kColumnBlock] = {};
+    for (int64_t row = 0; row < n; ++row) {
+      for (int64_t j = j0; j < j1; ++j) acc[j - j0] += load(pgx + row * c, j);
+    }
+    for (int64_t j = j0; j < j1; ++j) out[j] = static_cast<S>(static_cast<float>(acc[j - j0]));
+  }
+}
+
 void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                              const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
                              const Tensor& grad_weight, const Tensor& grad_bias,
-                             const Tensor& grad_x_add) {
+                             const Tensor& grad_x_add, const Tensor& grad_x_sums) {
   dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (grad_weight.dtype() == DataType::F32) {
@@ -162,6 +180,12 @@ void layer_norm_backward_cpu(const Tensor& grad_y, const Tensor& x, const Tensor
     } else {
       backward_rows<T, T>(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias,
                           grad_x_add);
+    }
+    if (!grad_x_sums.defined()) return;
+    if (grad_x_sums.dtype() == DataType::F32) {
+      grad_x_column_sums<T, float>(grad_x, grad_x_sums);
+    } else {
+      grad_x_column_sums<T, T>(grad_x, grad_x_sums);
     }
   });
 }

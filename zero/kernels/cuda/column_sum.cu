@@ -31,14 +31,22 @@ struct alignas(sizeof(T) * kW) Columns {
   T v[kW];
 };
 
+// Where the sums go: the columns [0, end[0]) to p[0], [end[0], end[1]) to p[1] and
+// [end[1], end[2]) to p[2], each from its own first element; or, for the partials of
+// several chunks, p[0] as [chunks, cols] with end[0] = end[1] = end[2] = cols.
+template <typename T>
+struct Outs {
+  T* p[3];
+  int64_t end[3];
+};
+
 // Block (32 kWarps threads) b.x covers the columns [32 kW b.x, 32 kW (b.x + 1)); b.y the
 // rows [b.y rows_per_chunk, ...). Warp w takes rows w, w + kWarps, ... of the chunk; lane
-// l columns 32 kW b.x + kW l + e. out is [gridDim.y, cols], or with one chunk the
-// columns [0, split) go to out and [split, cols) to out2.
+// l columns 32 kW b.x + kW l + e.
 template <typename TIn, typename TOut, int kW, int kWarps>
 __global__ void __launch_bounds__(32 * kWarps)
-column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols,
-                   int64_t rows_per_chunk, TOut* out2, int64_t split) {
+column_sums_kernel(const TIn* x, int64_t ld, Outs<TOut> out, int64_t rows, int64_t cols,
+                   int64_t rows_per_chunk) {
   __shared__ float share[kWarps][kW * 32];  // [warp][e * 32 + lane]: no bank conflict
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * 32 + lane) * kW;
@@ -61,22 +69,24 @@ column_sums_kernel(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t co
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) total += share[w][t];
     const int64_t c = (static_cast<int64_t>(blockIdx.x) * 32 + t % 32) * kW + t / 32;
-    if (c < split) {
-      out[blockIdx.y * cols + c] = static_cast<TOut>(total);
-    } else if (c < cols) {
-      out2[c - split] = static_cast<TOut>(total);
+    if (c < out.end[0]) {
+      out.p[0][blockIdx.y * cols + c] = static_cast<TOut>(total);
+    } else if (c < out.end[1]) {
+      out.p[1][c - out.end[0]] = static_cast<TOut>(total);
+    } else if (c < out.end[2]) {
+      out.p[2][c - out.end[1]] = static_cast<TOut>(total);
     }
   }
 }
 
 template <typename TIn, typename TOut, int kW, int kWarps = kBlock / 32>
-void launch(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols, int64_t chunks,
-            TOut* out2 = nullptr, int64_t split = -1) {
+void launch(const TIn* x, int64_t ld, Outs<TOut> out, int64_t rows, int64_t cols,
+            int64_t chunks) {
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
   const dim3 grid(static_cast<unsigned>((cols + 32 * kW - 1) / (32 * kW)),
                   static_cast<unsigned>((rows + rows_per_chunk - 1) / rows_per_chunk));
   column_sums_kernel<TIn, TOut, kW, kWarps><<<grid, 32 * kWarps, 0, current_stream()>>>(
-      x, ld, out, rows, cols, rows_per_chunk, out2, split < 0 ? cols : split);
+      x, ld, out, rows, cols, rows_per_chunk);
   ZERO_CUDA_LAUNCH_CHECK();
 }
 
@@ -87,13 +97,11 @@ constexpr int64_t kOnePassRows = 256;
 
 // Sums x [rows, cols] (row r at x + r ld) into out [cols]: in one pass for few rows,
 // otherwise over at most 128 chunks of rows (in 16-byte groups where the rows allow),
-// then the chunks' FP32 partials in one pass. The columns from `split` on go to out2.
+// then the chunks' FP32 partials in one pass; `out` says where each column's sum goes.
 template <typename TIn, typename TOut>
-void column_sums_t(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t cols,
-                   Device device, TOut* out2, int64_t split) {
-  if (rows <= kOnePassRows) {
-    return launch<TIn, TOut, 1, 32>(x, ld, out, rows, cols, 1, out2, split);
-  }
+void column_sums_t(const TIn* x, int64_t ld, Outs<TOut> out, int64_t rows, int64_t cols,
+                   Device device) {
+  if (rows <= kOnePassRows) return launch<TIn, TOut, 1, 32>(x, ld, out, rows, cols, 1);
   constexpr int kWide = kPack<TIn>;
   const bool wide =
       cols % kWide == 0 && ld % kWide == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
@@ -106,30 +114,35 @@ void column_sums_t(const TIn* x, int64_t ld, TOut* out, int64_t rows, int64_t co
   // of 40 fill 125): the partials have a row for each chunk that has rows.
   const int64_t rows_per_chunk = (rows + wanted - 1) / wanted;
   const int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  if (chunks == 1) return launch<TIn, TOut, 1, 32>(x, ld, out, rows, cols, 1, out2, split);
+  if (chunks == 1) return launch<TIn, TOut, 1, 32>(x, ld, out, rows, cols, 1);
   const Tensor partials = Tensor::Empty({chunks, cols}, TensorOption().OnDevice(device));
+  const Outs<float> rows_out{{partials.data_ptr<float>()}, {cols, cols, cols}};
   if (wide) {
-    launch<TIn, float, kWide>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);
+    launch<TIn, float, kWide>(x, ld, rows_out, rows, cols, chunks);
   } else {
-    launch<TIn, float, 1>(x, ld, partials.data_ptr<float>(), rows, cols, chunks);
+    launch<TIn, float, 1>(x, ld, rows_out, rows, cols, chunks);
   }
-  column_sums_t(partials.data_ptr<float>(), cols, out, chunks, cols, device, out2, split);
+  column_sums_t(partials.data_ptr<float>(), cols, out, chunks, cols, device);
 }
 
 }  // namespace
 
-void column_sums(const Tensor& x, const Tensor& out, const Tensor& out2) {
-  const int64_t split = out.numel(), rest = out2.defined() ? out2.numel() : 0;
+void column_sums(const Tensor& x, const Tensor& out, const Tensor& out2, const Tensor& out3) {
+  const int64_t first = out.numel(), second = first + (out2.defined() ? out2.numel() : 0);
+  const int64_t third = second + (out3.defined() ? out3.numel() : 0);
+  const auto fits = [&](const Tensor& o) {
+    return !o.defined() || (o.is_contiguous() && o.dtype() == out.dtype());
+  };
   ZERO_ASSERT(x.dim() == 2 && x.stride(1) == 1 && x.stride(0) >= x.size(1) &&
-                  out.is_contiguous() && split + rest == x.size(1) &&
-                  (!out2.defined() || (out2.is_contiguous() && out2.dtype() == out.dtype())),
+                  out.is_contiguous() && third == x.size(1) && fits(out2) && fits(out3) &&
+                  (out2.defined() || !out3.defined()),
               "column_sums: expected x [rows, cols] with rows of unit stride and contiguous "
-              "out [cols], or out and out2 of one dtype with cols elements together");
+              "out [cols], or outputs of one dtype with cols elements together");
   const int64_t rows = x.size(0), cols = x.size(1), ld = x.stride(0);
   if (cols == 0) return;
   set_device(x);
   if (rows == 0) {
-    for (const Tensor& o : {out, out2}) {
+    for (const Tensor& o : {out, out2, out3}) {
       if (!o.defined() || o.numel() == 0) continue;
       ZERO_CUDA_CHECK(cudaMemsetAsync(o.data(), 0, o.numel() * dtype_size(o.dtype()),
                                       current_stream()));
@@ -140,9 +153,9 @@ void column_sums(const Tensor& x, const Tensor& out, const Tensor& out2) {
     dispatch_dtype<FloatTypes>(out.dtype(), "column_sums", [&](auto out_tag) {
       using TIn = typename decltype(in_tag)::type;
       using TOut = typename decltype(out_tag)::type;
-      TOut* second = out2.defined() ? out2.data_ptr<TOut>() : nullptr;
-      column_sums_t(x.data_ptr<TIn>(), ld, out.data_ptr<TOut>(), rows, cols, x.device(),
-                    second, split);
+      const auto ptr = [](const Tensor& o) { return o.defined() ? o.data_ptr<TOut>() : nullptr; };
+      const Outs<TOut> where{{out.data_ptr<TOut>(), ptr(out2), ptr(out3)}, {first, second, third}};
+      column_sums_t(x.data_ptr<TIn>(), ld, where, rows, cols, x.device());
     });
   });
 }

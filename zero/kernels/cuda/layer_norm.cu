@@ -151,22 +151,29 @@ __global__ void layer_norm_grad_x_kernel(const T* g, const T* x, const T* w, con
 // of the row sits at [m][lane] of the warp's rows, so the 32 lanes of one update hit
 // 32 banks; stored by column (lane l at l * kW + e), eight lanes shared a bank and the
 // updates ran eight times over (item 46).
+// With kParts = 3 a third set of sums, of gx as written, gives the bias gradient of the
+// Linear that made x (Note [Column sums made by the consumer] in autograd/engine.cpp).
 constexpr int kFusedRowsPerWarp = 4;
-template <typename T, int kCols, int kW>
+template <typename T, int kCols, int kW, int kParts>
 __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
     const T* g, const T* x, const T* w, const float* mean, const float* rstd, const T* add,
     T* gx, float* partial, int64_t N, int64_t C) {
   static_assert(kCols % kW == 0, "a lane holds whole groups");
+  static_assert(kParts == 2 || kParts == 3, "weight and bias, and maybe gx");
   using G = Group<T, kW>;
-  extern __shared__ float shares[];  // (kRowsPerBlock, 2, kCols, 32)
+  extern __shared__ float shares[];  // (kRowsPerBlock, kParts, kCols, 32)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // The warp's column sums, in its own rows of shares: each lane adds into its own
   // values only, so no other thread touches them until the block's sum below. Value m
   // of a lane is column (lane + 32 (m / kW)) kW + m % kW of the row.
-  float* const share_w = shares + warp * 2 * kCols * 32 + lane;
+  float* const share_w = shares + warp * kParts * kCols * 32 + lane;
   float* const share_b = share_w + kCols * 32;
+  float* const share_x = share_b + kCols * 32;  // kParts == 3 only
 #pragma unroll
-  for (int m = 0; m < kCols; ++m) share_w[m * 32] = share_b[m * 32] = 0.0f;
+  for (int m = 0; m < kCols; ++m) {
+    share_w[m * 32] = share_b[m * 32] = 0.0f;
+    if constexpr (kParts == 3) share_x[m * 32] = 0.0f;
+  }
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock * kFusedRowsPerWarp;
   for (int k = 0; k < kFusedRowsPerWarp; ++k) {
     const int64_t r = first + k * kRowsPerBlock + warp;
@@ -227,16 +234,17 @@ __global__ void __launch_bounds__(kBlock, 2) layer_norm_backward_fused_kernel(
         const int m = q * kW + e;
         share_w[m * 32] += gv[m] * xhat[m];
         share_b[m * 32] += gv[m];
+        if constexpr (kParts == 3) share_x[m * 32] += static_cast<float>(out.v[e]);
       }
     }
   }
   __syncthreads();
-  for (int64_t e = threadIdx.x; e < 2 * C; e += blockDim.x) {
-    const int64_t half = e / C, c = e % C;  // partial[b][half][c]
-    const int64_t slot = (half * kCols + (c / kW) / 32 * kW + c % kW) * 32 + (c / kW) % 32;
+  for (int64_t e = threadIdx.x; e < kParts * C; e += blockDim.x) {
+    const int64_t part = e / C, c = e % C;  // partial[b][part][c]
+    const int64_t slot = (part * kCols + (c / kW) / 32 * kW + c % kW) * 32 + (c / kW) % 32;
     float total = 0.0f;
-    for (int v = 0; v < kRowsPerBlock; ++v) total += shares[v * 2 * kCols * 32 + slot];
-    partial[blockIdx.x * 2 * C + e] = total;
+    for (int v = 0; v < kRowsPerBlock; ++v) total += shares[v * kParts * kCols * 32 + slot];
+    partial[blockIdx.x * kParts * C + e] = total;
   }
 }
 
@@ -285,28 +293,29 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor& weight, const Tensor
   });
 }
 
-// Writes grad_x (plus grad_x_add, if given) and returns the (chunks, 2, C) FP32 column
-// sums of row chunks.
+// Writes grad_x (plus grad_x_add, if given) and returns the (chunks, parts, C) FP32
+// column sums of row chunks: parts 2, or 3 with `sum_gx` where the fused kernel runs.
 template <typename T>
 Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                              const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
-                             const Tensor& grad_x_add) {
+                             const Tensor& grad_x_add, bool sum_gx) {
   const T* add = grad_x_add.defined() ? grad_x_add.data_ptr<T>() : nullptr;
   const int64_t C = x.size(-1), N = x.numel() / C;
   const TensorOption f32 = TensorOption().OnDevice(x.device());
-  Tensor partial;  // (chunks, 2, C) column sums of row chunks
-  const auto fused = [&](auto cols) {
-    constexpr int kCols = decltype(cols)::value;
+  Tensor partial;  // (chunks, parts, C) column sums of row chunks
+  const auto fused = [&](auto cols, auto parts) {
+    constexpr int kCols = decltype(cols)::value, kParts = decltype(parts)::value;
     const int64_t rows_per_block = int64_t{kRowsPerBlock} * kFusedRowsPerWarp;
     const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
-    partial = Tensor::Empty({blocks, 2, C}, f32);
-    const size_t shares = sizeof(float) * kRowsPerBlock * 2 * kCols * 32;  // 64 KiB at 32
+    partial = Tensor::Empty({blocks, kParts, C}, f32);
+    // 64 KiB at kCols = 32 with two parts, 96 KiB with three: two blocks an SM either way.
+    const size_t shares = sizeof(float) * kRowsPerBlock * kParts * kCols * 32;
     constexpr int kW = group_width<T, kCols>();
     const bool groups =
         C % kW == 0 && all_aligned({&grad_y, &x, &weight, &grad_x}, sizeof(T) * kW) &&
         (add == nullptr || all_aligned({&grad_x_add}, sizeof(T) * kW));
-    const auto kernel = groups ? layer_norm_backward_fused_kernel<T, kCols, kW>
-                               : layer_norm_backward_fused_kernel<T, kCols, 1>;
+    const auto kernel = groups ? layer_norm_backward_fused_kernel<T, kCols, kW, kParts>
+                               : layer_norm_backward_fused_kernel<T, kCols, 1, kParts>;
     ZERO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shares)));
     kernel<<<static_cast<unsigned>(blocks), kBlock, shares, cuda::current_stream()>>>(
@@ -314,14 +323,18 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
         rstd.data_ptr<float>(), add, grad_x.data_ptr<T>(), partial.data_ptr<float>(), N, C);
     ZERO_CUDA_LAUNCH_CHECK();
   };
+  const auto fused_parts = [&](auto cols) {
+    if (sum_gx) return fused(cols, std::integral_constant<int, 3>{});
+    fused(cols, std::integral_constant<int, 2>{});
+  };
   if (C <= 32 * 4) {
-    fused(std::integral_constant<int, 4>{});
+    fused_parts(std::integral_constant<int, 4>{});
   } else if (C <= 32 * 12) {
-    fused(std::integral_constant<int, 12>{});
+    fused_parts(std::integral_constant<int, 12>{});
   } else if (C <= 32 * 24) {
-    fused(std::integral_constant<int, 24>{});
+    fused_parts(std::integral_constant<int, 24>{});
   } else if (C <= 32 * 32) {
-    fused(std::integral_constant<int, 32>{});
+    fused_parts(std::integral_constant<int, 32>{});
   } else {
     const unsigned blocks = static_cast<unsigned>((N + kRowsPerBlock - 1) / kRowsPerBlock);
     layer_norm_grad_x_kernel<T><<<blocks, kBlock, 0, cuda::current_stream()>>>(
@@ -345,28 +358,37 @@ Tensor layer_norm_backward_t(const Tensor& grad_y, const Tensor& x, const Tensor
 void layer_norm_backward_cuda(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
                               const Tensor& mean, const Tensor& rstd, const Tensor& grad_x,
                               const Tensor& grad_weight, const Tensor& grad_bias,
-                              const Tensor& grad_x_add) {
+                              const Tensor& grad_x_add, const Tensor& grad_x_sums) {
   const int64_t C = x.size(-1), N = x.numel() / C;
   cuda::set_device(x);
   if (N == 0) {
-    fill(grad_weight, 0.0f);
-    fill(grad_bias, 0.0f);
+    for (const Tensor* t : {&grad_weight, &grad_bias, &grad_x_sums}) {
+      if (t->defined()) fill(*t, 0.0f);
+    }
     return;
   }
-  Tensor partial;  // (chunks, 2, C), FP32 whatever the dtype
+  Tensor partial;  // (chunks, parts, C), FP32 whatever the dtype
   dispatch_dtype<FloatTypes>(x.dtype(), "layer_norm backward", [&](auto tag) {
-    partial = layer_norm_backward_t<typename decltype(tag)::type>(grad_y, x, weight, mean, rstd,
-                                                                  grad_x, grad_x_add);
+    partial = layer_norm_backward_t<typename decltype(tag)::type>(
+        grad_y, x, weight, mean, rstd, grad_x, grad_x_add, grad_x_sums.defined());
   });
-  // The chunks' sums into each gradient, in its dtype: the columns [0, C) and [C, 2C)
-  // of partial seen as [chunks, 2C], in one launch where the two share a dtype.
-  const Tensor rows = reshaped(partial, {partial.size(0), 2 * C});
-  if (grad_weight.dtype() == grad_bias.dtype()) {
-    cuda::column_sums(rows, grad_weight, grad_bias);
+  // The chunks' sums into each gradient, in its dtype: the columns [0, C), [C, 2C) and
+  // [2C, 3C) of partial seen as [chunks, parts C], in one launch where all share a dtype.
+  const int64_t parts = partial.size(1);
+  const Tensor rows = reshaped(partial, {partial.size(0), parts * C});
+  const auto columns = [&](int64_t begin, int64_t end) {
+    return Tensor(meta_slice(rows.meta(), 1, begin, end, 1), rows.node());
+  };
+  if (parts == 3 && grad_x_sums.dtype() == grad_weight.dtype()) {
+    cuda::column_sums(rows, grad_weight, grad_bias, grad_x_sums);
     return;
   }
-  cuda::column_sums(Tensor(meta_slice(rows.meta(), 1, 0, C, 1), rows.node()), grad_weight);
-  cuda::column_sums(Tensor(meta_slice(rows.meta(), 1, C, 2 * C, 1), rows.node()), grad_bias);
+  cuda::column_sums(columns(0, 2 * C), grad_weight, grad_bias);
+  if (parts == 3) {
+    cuda::column_sums(columns(2 * C, 3 * C), grad_x_sums);
+  } else if (grad_x_sums.defined()) {  // rows too wide for the fused kernel: a pass of its own
+    cuda::column_sums(reshaped(grad_x, {N, C}), grad_x_sums);
+  }
 }
 
 }  // namespace
