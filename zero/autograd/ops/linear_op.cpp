@@ -30,13 +30,9 @@ std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g, bool has_b
   const Tensor x = op.inputs()[0].View({-1, weight.size(1)});  // (N, in)
   const Tensor made = grad_bias;  // (out) or undefined
   Tensor grad_x, grad_weight;
-  if (op.needs_grad(0)) {
-    grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
-    ops::matmul(g, weight, grad_x);
-    grad_x = grad_x.View(op.inputs()[0].sizes());  // (..., in)
-  }
-  // The parameters' gradients in FP32 when they are casts of FP32 parameters: Note
-  // [Gradients past a cast] in engine.cpp.
+  // The parameters' gradients first, while g, just written, may still be in L2 for the
+  // bias's column sums; then grad_x. In FP32 when they are casts of FP32 parameters:
+  // Note [Gradients past a cast] in engine.cpp.
   if (op.needs_grad(1)) {
     grad_weight = Tensor::Empty(weight.sizes(), weight.options().WithDtype(grad_dtype(weight)));
   }
@@ -46,6 +42,11 @@ std::vector<Tensor> linear_grads(const TensorOp& op, const Tensor& g, bool has_b
   }
   if (grad_weight.defined() || (grad_bias.defined() && !made.defined())) {
     ops::linear_backward_params(g, x, grad_weight, made.defined() ? Tensor() : grad_bias);
+  }
+  if (op.needs_grad(0)) {
+    grad_x = Tensor::Empty(x.sizes(), x.options());  // (N, in)
+    ops::matmul(g, weight, grad_x);
+    grad_x = grad_x.View(op.inputs()[0].sizes());  // (..., in)
   }
   std::vector<Tensor> grads = {grad_x, grad_weight};
   if (has_bias) grads.push_back(grad_bias);
