@@ -99,12 +99,12 @@ int64_t OpLinearCrossEntropy::default_chunk_rows(int64_t vocab, int64_t rows,
   // 8192 rows (2 MiB). Each chunk after the first adds its share into the head's weight
   // gradient, a [V, C] FP32 read and written again: GPT-2's BF16 step took 17.1 ms with
   // chunks of 2048 rows (256 MiB), 16.7 with 4096, for 0.19 GiB more at its peak
-  // (docs/speed_notes.md, item 72). The multiple
-  // keeps the rows of the transposed gradient (Note [The head's weight gradient]) and
-  // each chunk's start 256-byte aligned. With 1334 rows cuBLAS ran its kernels for
-  // misaligned operands, and the op took 13.0 ms of GPT-2's TF32 step instead of 8.7
-  // (item 21). The rows are then spread evenly over the chunks they need: FP32's 8192
-  // rows take 4 chunks of 2048, not 3 of 2624 and a fourth of 320 (item 42).
+  // (docs/speed_notes.md, item 72). The multiple keeps the rows of the transposed
+  // gradient (Note [The head's weight gradient]) and each chunk's start 256-byte
+  // aligned. With 1334 rows cuBLAS ran its kernels for misaligned operands, and the op
+  // took 13.0 ms of GPT-2's TF32 step instead of 8.7 (item 21). The rows are then spread
+  // evenly over the chunks they need: FP32's 8192 rows take 4 chunks of 2048, not 3 of
+  // 2624 and a fourth of 320 (item 42).
   constexpr int64_t kChunkBytes = int64_t{512} << 20;
   const int64_t most = std::clamp<int64_t>(
       kChunkBytes / std::max<int64_t>(element_bytes, 1) / std::max<int64_t>(vocab, 1) / 64 * 64,
