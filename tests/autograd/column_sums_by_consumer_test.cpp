@@ -183,6 +183,25 @@ TEST_P(ColumnSumsByConsumerDeviceTest, ABiasGradientSummedByTheLayerNormIsTheCol
   EXPECT_FALSE(linear(x, w).grad_fn()->ColumnSumsOfGrad(0).defined());
 }
 
+// The sum so far is a transposed view (the transpose's backward): the kernel cannot add
+// it, so the LayerNorm adds it after its kernel and sums the columns in a pass of its
+// own. The LayerNorm, deepest in the first term, still runs last of y's readers.
+TEST_P(ColumnSumsByConsumerDeviceTest, ASumSoFarTheKernelCannotAddIsSummedApart) {
+  const Device d = device();
+  Tensor x = randn_leaf({32, 48}, d, 1), w = randn_leaf({48, 48}, d, 2);
+  Tensor b = randn_leaf({48}, d, 3);
+  const Tensor g = randn_leaf({48}, d, 4), beta = randn_leaf({48}, d, 5);
+  const Tensor s = randn_leaf({32, 48}, d, 6).Detach(), t = randn_leaf({48, 32}, d, 7).Detach();
+  const auto tail = [&](const Tensor& y) {
+    return sum(layer_norm(y, g, beta) * s * 1.0f * 1.0f) + sum(y.Transpose(0, 1) * t);
+  };
+  const Tensor y = linear(x, w, b);
+  tail(y).Backward();
+  const Tensor copy = y.Detach().SetRequiresGrad();
+  tail(copy).Backward();
+  EXPECT_LT(max_relative_error(b.Grad(), sum(copy.Grad(), 0)), 1e-5);
+}
+
 ZERO_INSTANTIATE_DEVICE_TEST(ColumnSumsByConsumerDeviceTest);
 
 }  // namespace
