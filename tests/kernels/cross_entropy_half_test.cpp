@@ -28,9 +28,10 @@ class CrossEntropyHalfTest : public testing::DeviceTest {};
 
 constexpr int kIgnore = -100;
 constexpr int64_t kRows = 37;
-// Vocabularies: 300 values a row take the CUDA kernels' element-wise path in BF16 and
-// F16, 304 (a multiple of 8) their 16-byte path.
-constexpr int64_t kVocabs[] = {300, 304};
+// Vocabularies: 193 values a row (a character vocabulary) take the CUDA kernels' warp a
+// row (Note [Short rows a warp each] in cuda/linear_ce.cu), 300 their element-wise path
+// in BF16 and F16, 304 (a multiple of 8) their 16-byte path.
+constexpr int64_t kVocabs[] = {193, 300, 304};
 
 // Targets spread over the vocabulary, every fifth row ignored.
 Tensor test_targets(int64_t vocab, int64_t rows = kRows) {
@@ -117,14 +118,16 @@ TEST_P(CrossEntropyHalfTest, ChunksMatchTheFp32Chunks) {
 
 // The chunk's forward given grad_loss also makes the gradient in place: one kernel
 // reading each row once on CUDA where the row fits in shared memory (8200 and 60000
-// values in BF16 and F16, 8200 in F32), the two kernels otherwise (304 values, and
-// 60000 in F32: 240 KB); 400 rows as well as 37, more rows than an H100 or H200 has
-// SMs. Against the FP32 forward and backward run one after the other.
+// values in BF16 and F16, 8200 in F32), a warp a row for up to 256 values (193 and 256),
+// the two kernels otherwise (304 values, and 60000 in F32: 240 KB); 400 rows as well as
+// 37, more rows than an H100 or H200 has SMs. Against the FP32 forward and backward run
+// one after the other.
 TEST_P(CrossEntropyHalfTest, ChunkForwardMakesTheGradientAsTheBackwardDoes) {
   struct Case {
     int64_t rows, vocab;
   };
-  const Case cases[] = {{kRows, 304}, {kRows, 8200}, {400, 8200}, {kRows, 60000}};
+  const Case cases[] = {{kRows, 193}, {400, 256}, {kRows, 304},
+                        {kRows, 8200}, {400, 8200}, {kRows, 60000}};
   for (const Case& c : cases) {
     const int64_t rows = c.rows, vocab = c.vocab;
     SCOPED_TRACE(std::to_string(rows) + " rows, vocabulary " + std::to_string(vocab));
@@ -149,6 +152,59 @@ TEST_P(CrossEntropyHalfTest, ChunkForwardMakesTheGradientAsTheBackwardDoes) {
       expect_rounded_from(grad, want_grad);
     }
   }
+}
+
+// The fused loss pads a vocabulary that is not a multiple of 8 (Note [A padded head] in
+// autograd/ops/fused_ops.cpp): the chunk's logits are then a view whose rows are `width`
+// values apart. The kernels give it what they give the same logits stored contiguously,
+// and leave the pad columns as they were.
+TEST_P(CrossEntropyHalfTest, ChunkRowsAFewValuesApart) {
+  constexpr int64_t kVocab = 193, kWidth = 200;
+  const Tensor targets = test_targets(kVocab), grad_loss = Tensor::Scalar(0.75f);
+  const Tensor th = targets.To(device()), gh = grad_loss.To(device());
+  for (DataType dtype : {DataType::F32, DataType::BF16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor padded = rounded_randn({kRows, kWidth}, dtype, 44, 3.0f);
+    const Tensor count = empty({}, DataType::F32, device());
+    ops::cross_entropy_count(th, kIgnore, kVocab, count);
+    // The forward making the gradient, then the backward with its transposed copy.
+    for (bool at_once : {true, false}) {
+      SCOPED_TRACE(at_once ? "forward with the gradient" : "backward with the copy");
+      const Tensor want = as(padded.Slice(1, 0, kVocab).Contiguous(), dtype, device());
+      const Tensor got_buffer = as(padded, dtype, device());
+      const Tensor got = got_buffer.Slice(1, 0, kVocab);  // (rows, V), rows kWidth apart
+      const Tensor want_t = empty({kVocab, kRows}, dtype, device());
+      const Tensor got_t = empty({kVocab, kRows}, dtype, device());
+      std::vector<float> stats[2];  // lse of every row, then the loss
+      int k = 0;
+      for (const auto& [logits, transposed] : {std::pair{want, want_t}, {got, got_t}}) {
+        const Tensor loss = Tensor::Zeros({}, TensorOption().OnDevice(device()));
+        const Tensor lse = empty({kRows}, DataType::F32, device());
+        ops::cross_entropy_chunk_forward(logits, th, kIgnore, count, lse, loss,
+                                         at_once ? gh : Tensor());
+        if (!at_once) {
+          ops::cross_entropy_chunk_backward(logits, th, lse, gh, count, kIgnore, transposed);
+        }
+        stats[k] = cpu_f32(lse).ToVector<float>();
+        stats[k++].push_back(loss.Item());
+      }
+      EXPECT_EQ(stats[1], stats[0]);
+      EXPECT_GT(stats[0].back(), 0.5f);  // a real loss, not a default
+      EXPECT_EQ(cpu_f32(got).ToVector<float>(), cpu_f32(want).ToVector<float>());
+      if (!at_once) {
+        EXPECT_EQ(cpu_f32(got_t).ToVector<float>(), cpu_f32(want_t).ToVector<float>());
+      }
+      EXPECT_EQ(cpu_f32(got_buffer.Slice(1, kVocab, kWidth)).ToVector<float>(),
+                cpu_f32(padded.Slice(1, kVocab, kWidth)).ToVector<float>());
+    }
+  }
+  // A view whose rows are not of unit stride is refused.
+  const Tensor lse = empty({4}, DataType::F32, device()), loss = empty({}, DataType::F32, device());
+  const std::string strided = error_message([&] {
+    ops::cross_entropy_chunk_forward(empty({3, 4}, DataType::F32, device()).Transpose(0, 1),
+                                     th.Slice(0, 0, 4), kIgnore, loss, lse, loss);
+  });
+  EXPECT_TRUE(contains(strided, "rows have unit stride")) << strided;
 }
 
 TEST_P(CrossEntropyHalfTest, WideRowSumsInFp32) {

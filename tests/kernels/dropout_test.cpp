@@ -1,8 +1,9 @@
 // Tests of the dropout kernels (kernels/dropout.cpp) on each device: every element
 // against the Philox formula at offsets of every residue mod 4, lengths that end
-// inside a Philox block, and views whose data is not aligned for grouped loads (the
-// CUDA kernel's two paths, Note [One Philox block a thread]); the residual added in
-// the same pass with the bits of the two ops; the checks on the residual.
+// inside a Philox block or a thread's 16-byte pack, and views whose data is not aligned
+// for grouped loads (the CUDA kernel's two paths, Note [Philox blocks a thread]); the
+// residual added in the same pass with the bits of the two ops, aligned or not; the
+// checks on the residual.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,6 +82,22 @@ TEST_P(DropoutTest, ResidualAddedWithTheBitsOfTheTwoOps) {
       // Not merely the residual: about a third of the elements add nothing.
       EXPECT_NE(cpu_f32(y).ToVector<float>(), cpu_f32(r).ToVector<float>());
     }
+  }
+}
+
+TEST_P(DropoutTest, MisalignedResidualGivesTheSameSum) {
+  // x and the output aligned, the residual a view one element into its buffer: the
+  // CUDA kernel must not read it in 16-byte packs.
+  for (DataType dtype : {DataType::F32, DataType::BF16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor x = as(rounded_randn({1000}, dtype, 13), dtype, device());
+    const Tensor r_buf = as(rounded_randn({1001}, dtype, 14), dtype, device());
+    const Tensor r = r_buf.Slice(0, 1, 1001);
+    const Tensor d = empty({1000}, dtype, device()), y = empty({1000}, dtype, device());
+    ops::dropout_forward(x, kP, kSeed, 8, d);
+    ops::dropout_forward(x, kP, kSeed, 8, y, r);
+    const Tensor two_ops = r + d;  // (1000)
+    EXPECT_EQ(cpu_f32(y).ToVector<float>(), cpu_f32(two_ops).ToVector<float>());
   }
 }
 

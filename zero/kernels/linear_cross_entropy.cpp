@@ -2,7 +2,7 @@
 // (autograd/ops/fused_ops.cpp) runs on one chunk of rows at a time. The mean is over
 // the whole batch, so the count of non-ignored targets is computed once, kept in a
 // one-element tensor on the device (no host synchronisation), and passed to each chunk.
-// Shapes: logits [n, V] contiguous, F32, BF16 or F16 (the backward's transposed copy
+// Shapes: logits [n, V] with rows of unit stride (a padded buffer's view), F32, BF16 or F16 (the backward's transposed copy
 // the same), targets [n] contiguous I32, lse [n] F32, count, loss and grad_loss
 // one-element F32: the log-sum-exp and the loss are FP32 whatever the logits are.
 #include "zero/kernels/checks.h"
@@ -23,7 +23,9 @@ void check_chunk(const char* op, const Tensor& logits, const Tensor& targets, co
              shape_to_string(logits.sizes()));
   const int64_t n = logits.size(0);
   check_float_dtype(op, logits, "logits");
-  check_contiguous(op, logits, "logits");
+  ZERO_CHECK(logits.stride(1) == 1 && logits.stride(0) >= logits.size(1), op,
+             ": expected logits whose rows have unit stride, got strides (", logits.stride(0),
+             ", ", logits.stride(1), ")");
   check_tensor(op, targets, "targets", DataType::I32, {n});
   check_tensor(op, lse, "lse", DataType::F32, {n});
 }

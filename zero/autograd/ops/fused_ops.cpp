@@ -149,16 +149,37 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
                                    const Tensor& loss, const Tensor& grad, Tensor& grad_x,
                                    Tensor& grad_weight) {
   const int64_t n = x.size(0), vocab = weight.size(0), chunk = std::min(n, chunk_rows_);
-  const Tensor weight_t = weight.Transpose(0, 1);  // (C, V), a view
-  Tensor buffer = Tensor::Empty({chunk, vocab}, x.options());  // (chunk, V)
+  // Note [A padded head]
+  // With V not a multiple of 8 (a character vocabulary: 65 or 193), rows of V logits
+  // start at addresses cuBLAS cannot read 16 bytes at a time, and it ran its kernels for
+  // misaligned operands: 15 us each of the char model's six head GEMMs, plus split-K
+  // reductions (docs/speed_notes.md, item 79). So on CUDA the logits live in rows of
+  // `width`, V rounded up to 8, and the product and grad_x take the weight padded with
+  // zero rows: the pad columns are x times a zero row, 0, and add nothing to grad_x. The
+  // loss reads the V columns that count, as a view whose rows are `width` apart, and the
+  // weight gradient's GEMM makes `width` rows, of which V are kept.
+  const int64_t width = x.device().is_cuda() ? (vocab + 7) / 8 * 8 : vocab;
+  Tensor padded = weight;  // (width, C)
+  if (width != vocab) {
+    padded = Tensor::Zeros({width, weight.size(1)}, weight.options());
+    ops::copy(weight, padded.Slice(0, 0, vocab));
+  }
+  const Tensor weight_t = padded.Transpose(0, 1);  // (C, width), a view
+  Tensor buffer = Tensor::Empty({chunk, width}, x.options());  // (chunk, width)
   Tensor buffer_t, x_t;  // (chunk * V) flat, for dlogits^T; (C, N): FP32 only
   const bool copy_x = grad_weight.defined() && x.dtype() == DataType::F32;
   const bool copy_transposed = copy_x && matmul_precision() != MatmulPrecision::kTf32;
   // In BF16 or F16 the chunks add into an FP32 sum, rounded once at the end.
   const bool sum_in_f32 =
       grad_weight.defined() && grad_weight.dtype() != DataType::F32 && n > chunk_rows_;
-  Tensor grad_weight_sum = sum_in_f32 ? Tensor::Empty(grad_weight.sizes(), f32_like(grad_weight))
-                                      : grad_weight;  // (V, C)
+  // A padded head's weight gradient is made in `width` rows too, the pad rows dropped,
+  // except from the transposed copy, which has V rows.
+  const bool own_sum =
+      grad_weight.defined() && (sum_in_f32 || (width != vocab && !copy_transposed));
+  Tensor grad_weight_sum =
+      own_sum ? Tensor::Empty({width, weight.size(1)}, sum_in_f32 ? f32_like(grad_weight)
+                                                                   : grad_weight.options())
+              : grad_weight;  // (width, C)
   if (copy_transposed) buffer_t = Tensor::Empty({chunk * vocab}, x.options());
   if (copy_x) {
     x_t = Tensor::Empty({x.size(1), n}, x.options());
@@ -167,8 +188,9 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
   for (int64_t r0 = 0; r0 < n; r0 += chunk_rows_) {
     const int64_t r1 = std::min(n, r0 + chunk_rows_), rows = r1 - r0;
     const Tensor x_chunk = x.Slice(0, r0, r1);          // (rows, C)
-    const Tensor logits = buffer.Slice(0, 0, rows);     // (rows, V)
-    ops::matmul(x_chunk, weight_t, logits);
+    const Tensor full = buffer.Slice(0, 0, rows);       // (rows, width)
+    const Tensor logits = full.Slice(1, 0, vocab);      // (rows, V), rows width apart
+    ops::matmul(x_chunk, weight_t, full);
     const bool wanted = grad_x.defined() || grad_weight.defined();
     // With no transposed copy to write, the forward makes dlogits too, reading each
     // row once (Note [One read of the head's rows] in kernels/cuda/linear_ce.cu).
@@ -185,16 +207,16 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
       ops::cross_entropy_chunk_backward(logits, targets.Slice(0, r0, r1), lse_.Slice(0, r0, r1),
                                         grad, count_, ignore_index_, logits_t);  // -> dlogits
     }
-    if (grad_x.defined()) ops::matmul(logits, weight, grad_x.Slice(0, r0, r1));  // (rows, C)
-    // (V, C): the first chunk writes grad_weight, the others add into it.
+    if (grad_x.defined()) ops::matmul(full, padded, grad_x.Slice(0, r0, r1));  // (rows, C)
+    // (width, C): the first chunk writes grad_weight, the others add into it.
     if (copy_x) {
-      ops::matmul(copy_transposed ? logits_t : logits.Transpose(0, 1),
+      ops::matmul(copy_transposed ? logits_t : full.Transpose(0, 1),
                   x_t.Slice(1, r0, r1).Transpose(0, 1), grad_weight_sum, /*accumulate=*/r0 > 0);
     } else if (grad_weight.defined()) {
-      ops::matmul(logits.Transpose(0, 1), x_chunk, grad_weight_sum, /*accumulate=*/r0 > 0);
+      ops::matmul(full.Transpose(0, 1), x_chunk, grad_weight_sum, /*accumulate=*/r0 > 0);
     }
   }
-  if (sum_in_f32) ops::convert(grad_weight_sum, grad_weight);
+  if (own_sum) ops::convert(grad_weight_sum.Slice(0, 0, vocab), grad_weight);
 }
 
 namespace {

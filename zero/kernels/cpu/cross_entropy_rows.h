@@ -51,14 +51,16 @@ inline double row_logsumexp(const T* x, int64_t v) {
 }
 
 // Writes lse[i] for every row and returns the summed loss lse_i - logits[i, t] of the
-// rows that are not ignored. Targets must have been checked.
+// rows that are not ignored. Targets must have been checked. Rows are `ld` values apart
+// (v when 0).
 template <typename T>
 inline double forward_rows(const T* logits, const int32_t* targets, int64_t n, int64_t v,
-                           int ignore_index, float* lse) {
+                           int ignore_index, float* lse, int64_t ld = 0) {
+  if (ld == 0) ld = v;
   double total = 0.0;
 #pragma omp parallel for reduction(+ : total) if (n * v > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    const T* row = logits + i * v;
+    const T* row = logits + i * ld;
     const double row_lse = row_logsumexp(row, v);
     lse[i] = static_cast<float>(row_lse);
     if (targets[i] != ignore_index) total += row_lse - static_cast<float>(row[targets[i]]);
@@ -68,19 +70,20 @@ inline double forward_rows(const T* logits, const int32_t* targets, int64_t n, i
 
 // grad[i] = scale * (softmax(logits[i]) - onehot(t_i)), zero for ignored rows. `grad`
 // may be `logits` itself (the chunked loss turns logits into their gradient in place):
-// each element is read before it is written.
+// each element is read before it is written. Rows of both are `ld` values apart (v when 0).
 template <typename T>
 inline void backward_rows(const T* logits, const int32_t* targets, const float* lse, int64_t n,
-                          int64_t v, int ignore_index, float scale, T* grad) {
+                          int64_t v, int ignore_index, float scale, T* grad, int64_t ld = 0) {
+  if (ld == 0) ld = v;
 #pragma omp parallel for if (n * v > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
-    T* g = grad + i * v;
+    T* g = grad + i * ld;
     const int32_t t = targets[i];
     if (t == ignore_index) {
       std::fill(g, g + v, static_cast<T>(0.0f));
       continue;
     }
-    const T* row = logits + i * v;
+    const T* row = logits + i * ld;
     const float xt = static_cast<float>(row[t]);
     for (int64_t j = 0; j < v; ++j) {
       g[j] = static_cast<T>(scale * std::exp(static_cast<float>(row[j]) - lse[i]));

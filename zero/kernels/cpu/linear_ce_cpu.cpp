@@ -4,6 +4,7 @@
 // logits. The maths is that of cross_entropy_cpu.cpp; only the normalisation
 // differs: every chunk divides by the count of the whole batch, not its own. A chunk's
 // logits (and its transposed gradient) may be f32, bf16 or f16; lse, count and loss FP32.
+// A chunk's rows are logits.stride(0) values apart.
 #include <algorithm>
 
 #include "zero/kernels/cpu/cross_entropy_rows.h"
@@ -31,14 +32,14 @@ void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& target
 void cross_entropy_chunk_forward_cpu(const Tensor& logits, const Tensor& targets, int ignore_index,
                                      const Tensor& count, const Tensor& lse, const Tensor& loss,
                                      const Tensor& grad_loss) {
-  const int64_t n = logits.size(0), v = logits.size(1);
+  const int64_t n = logits.size(0), v = logits.size(1), ld = logits.stride(0);
   const int32_t* pt = targets.data_ptr<int32_t>();
   float* plse = lse.data_ptr<float>();
   cpu_ce::check_targets("linear_cross_entropy", pt, n, v, ignore_index, " of a chunk");
   double total = 0.0;
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    total = cpu_ce::forward_rows(logits.data_ptr<T>(), pt, n, v, ignore_index, plse);
+    total = cpu_ce::forward_rows(logits.data_ptr<T>(), pt, n, v, ignore_index, plse, ld);
   });
   // Every row of the batch ignored: the loss is 0 (not 0/0), as in cross_entropy.
   const float c = *count.data_ptr<float>();
@@ -53,7 +54,7 @@ void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& target
                                       const Tensor& lse, const Tensor& grad_loss,
                                       const Tensor& count, int ignore_index,
                                       const Tensor& transposed) {
-  const int64_t n = logits.size(0), v = logits.size(1);
+  const int64_t n = logits.size(0), v = logits.size(1), ld = logits.stride(0);
   const int32_t* pt = targets.data_ptr<int32_t>();
   const float* plse = lse.data_ptr<float>();
   cpu_ce::check_targets("linear_cross_entropy", pt, n, v, ignore_index, " of a chunk");
@@ -62,11 +63,11 @@ void cross_entropy_chunk_backward_cpu(const Tensor& logits, const Tensor& target
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* px = logits.data_ptr<T>();
-    cpu_ce::backward_rows(px, pt, plse, n, v, ignore_index, scale, px);  // in place
+    cpu_ce::backward_rows(px, pt, plse, n, v, ignore_index, scale, px, ld);  // in place
     if (!transposed.defined()) return;
     T* pt_out = transposed.data_ptr<T>();
     for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < v; ++j) pt_out[j * n + i] = px[i * v + j];
+      for (int64_t j = 0; j < v; ++j) pt_out[j * n + i] = px[i * ld + j];
     }
   });
 }

@@ -296,19 +296,23 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
                                        n, x, grad_out, grad_weight, epilogue,
                                        fuse_bias ? grad_bias : Tensor());
   };
+  // A bias gradient summed apart is summed first, while g, just written by the op
+  // after this Linear, is still in L2: after the GEMM, which streams x through L2 too,
+  // the sum read it from memory (10 us where 6 would do for the char model's [16384,
+  // 384] BF16 g on an H100; docs/speed_notes.md, item 78).
+  const bool summed_first = grad_bias.defined() && !fuse_bias;
+  if (summed_first) column_sum(grad_out, grad_bias);  // (out)
   if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0) {
     bool done = gemm();
     if (!done && fuse_bias && x_t.defined()) {  // no BGRADB kernel for x copied: sum apart
       fuse_bias = false;
       done = gemm();
+      if (done) column_sum(grad_out, grad_bias);
     }
-    if (done) {
-      if (grad_bias.defined() && !fuse_bias) column_sum(grad_out, grad_bias);
-      return;
-    }
+    if (done) return;
   }
   if (grad_weight.defined()) matmul(transposed(grad_out), x, grad_weight);  // (out, in)
-  if (grad_bias.defined()) column_sum(grad_out, grad_bias);                 // (out)
+  if (grad_bias.defined() && !summed_first) column_sum(grad_out, grad_bias);  // (out)
 }
 
 }  // namespace

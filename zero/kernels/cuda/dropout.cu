@@ -15,22 +15,21 @@ namespace {
 using cuda::grid_for;
 using cuda::kBlock;
 
-// Note [One Philox block a thread]
+// Note [Philox blocks a thread]
 // Element i takes stream word offset + i, and one evaluation of the generator makes four
-// words, those of block (offset + i) / 4. So thread t owns block offset / 4 + t and the
-// up to four elements whose words it holds: one evaluation a thread whatever the offset
-// (a thread that took four elements from its own index would need two blocks whenever
-// offset is not a multiple of 4). When offset is such a multiple and the pointers are
-// aligned, a thread's elements are one aligned group: one 16-byte (FP32) or 8-byte
-// (16-bit) load and store instead of four each. Everything else takes the elementwise
-// path, which skips the words before element 0 and after element n - 1. `residual`,
-// when given, is added as a separate addition would add it: the dropped value rounded to
-// T first, then the sum in float rounded once, so the fused op has the unfused bits.
-template <typename T>
-struct alignas(4 * sizeof(T)) Four {
-  T v[4];
-};
-
+// words, those of block (offset + i) / 4. So a thread owns whole blocks, kPack<T> / 4 of
+// them (one for FP32, two for 16-bit types), and the elements whose words they hold: no
+// block is evaluated twice whatever the offset. When offset is a multiple of 4 and the
+// pointers are 16-byte aligned, a thread's elements are one aligned 16-byte pack: one
+// load of x (and of the residual) and one store. The loads are issued before the Philox
+// rounds, so the memory system fetches while the thread computes its words. One block a
+// thread with 8-byte loads, drawn before loading, took 19.0 us for the char model's
+// BF16 forward with its residual and 16.0 for the backward; this takes 17.2 and 15.2
+// (docs/speed_notes.md, item 77).
+// Everything else takes the elementwise path, which skips the words before element 0
+// and after element n - 1. `residual`, when given, is added as a separate addition would
+// add it: the dropped value rounded to T first, then the sum in float rounded once, so
+// the fused op has the unfused bits.
 template <typename T>
 __device__ inline T dropped(T x, uint32_t word, float p, float scale, const T* residual,
                             int64_t i) {
@@ -45,28 +44,40 @@ template <typename T>
 __global__ void dropout_kernel(const T* x, T* y, const T* residual, int64_t n, float p,
                                uint64_t seed, uint64_t offset, const uint64_t* shift,
                                bool grouped) {
+  using P = cuda::Pack<T>;
+  constexpr int kElems = cuda::kPack<T>, kBlocks = kElems / 4;
   // A CUDA graph's shift moves the draws by whole Philox blocks; `first` stays.
   if (shift != nullptr) offset += *shift;
-  const uint64_t block = (offset >> 2) + blockIdx.x * static_cast<uint64_t>(blockDim.x) +
-                         threadIdx.x;
+  const uint64_t block =
+      (offset >> 2) +
+      kBlocks * (blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x);
   const int64_t first = static_cast<int64_t>(4 * block) - static_cast<int64_t>(offset);
   if (first >= n) return;
-  const PhiloxBlock words = philox4x32(block, seed);
   const float scale = 1.0f / (1.0f - p);  // as the CPU kernel, so the values match bit for bit
-  if (grouped && first + 4 <= n) {
-    const Four<T> in = *reinterpret_cast<const Four<T>*>(x + first);
-    Four<T> out;
+  if (grouped && first + kElems <= n) {
+    const P in = *reinterpret_cast<const P*>(x + first);
+    P res;
+    if (residual != nullptr) res = *reinterpret_cast<const P*>(residual + first);
+    PhiloxBlock words[kBlocks];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      out.v[k] = dropped(in.v[k], words.x[k], p, scale, residual, first + k);
+    for (int b = 0; b < kBlocks; ++b) words[b] = philox4x32(block + b, seed);
+    P out;
+#pragma unroll
+    for (int k = 0; k < kElems; ++k) {
+      out.v[k] = dropped(in.v[k], words[k / 4].x[k % 4], p, scale,
+                         residual == nullptr ? nullptr : res.v, k);
     }
-    *reinterpret_cast<Four<T>*>(y + first) = out;
+    *reinterpret_cast<P*>(y + first) = out;
     return;
   }
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const int64_t i = first + k;
-    if (i >= 0 && i < n) y[i] = dropped(x[i], words.x[k], p, scale, residual, i);
+  for (int b = 0; b < kBlocks; ++b) {
+    const PhiloxBlock words = philox4x32(block + b, seed);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = first + 4 * b + k;
+      if (i >= 0 && i < n) y[i] = dropped(x[i], words.x[k], p, scale, residual, i);
+    }
   }
 }
 
@@ -82,11 +93,12 @@ void dropout_forward_cuda(const Tensor& x, float p, uint64_t seed, uint64_t offs
   dispatch_dtype<FloatTypes>(x.dtype(), "dropout", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* r = residual.defined() ? residual.data_ptr<T>() : nullptr;
-    const bool grouped = offset % 4 == 0 && aligned_to(x.data_ptr<T>(), sizeof(Four<T>)) &&
-                         aligned_to(y.data_ptr<T>(), sizeof(Four<T>));
-    // Blocks offset / 4 .. (offset + n - 1) / 4, a thread each.
+    const bool grouped = offset % 4 == 0 && aligned_to(x.data_ptr<T>(), 16) &&
+                         aligned_to(y.data_ptr<T>(), 16) && (r == nullptr || aligned_to(r, 16));
+    // Blocks offset / 4 .. (offset + n - 1) / 4, kPack<T> / 4 a thread.
     const int64_t blocks = static_cast<int64_t>((offset + n - 1) / 4 - offset / 4 + 1);
-    dropout_kernel<T><<<grid_for(blocks), kBlock, 0, cuda::current_stream()>>>(
+    dropout_kernel<T><<<grid_for(blocks, cuda::kPack<T> / 4), kBlock, 0,
+                        cuda::current_stream()>>>(
         x.data_ptr<T>(), y.data_ptr<T>(), r, n, p, seed, offset, cuda::philox_shift(), grouped);
     ZERO_CUDA_LAUNCH_CHECK();
   });

@@ -6,7 +6,9 @@
 // A target outside [0, V) gives a NaN loss: see Note [Bad indices on the GPU]. The
 // chunk's logits (and the transposed gradient) may be f32, bf16 or f16 (the kernels'
 // T): each is loaded into float and each gradient rounded once; lse, count and the loss
-// are FP32.
+// are FP32. A chunk's rows are ld = logits.stride(0) values apart, V of them used: the
+// op pads a vocabulary that is not a multiple of 8 (Note [A padded head] in
+// autograd/ops/fused_ops.cpp).
 #include <cstdlib>
 #include <string>
 
@@ -37,8 +39,8 @@ __global__ void count_kernel(const int32_t* targets, int ignore_index, int64_t n
 // (0 when ignored, NaN when t is out of range).
 template <typename T>
 __global__ void chunk_rows_kernel(const T* logits, const int32_t* targets, int ignore_index,
-                                  float* lse, float* row_loss, int64_t V) {
-  cuda::cross_entropy_row(logits + blockIdx.x * V, targets[blockIdx.x], ignore_index, V,
+                                  float* lse, float* row_loss, int64_t V, int64_t ld) {
+  cuda::cross_entropy_row(logits + blockIdx.x * ld, targets[blockIdx.x], ignore_index, V,
                           &lse[blockIdx.x], &row_loss[blockIdx.x]);
 }
 
@@ -61,13 +63,13 @@ template <typename T>
 __global__ void __launch_bounds__(kOnePassThreads)
 chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
                        const float* grad_loss, const float* count, float* lse,
-                       float* row_loss, int64_t V) {
+                       float* row_loss, int64_t V, int64_t ld) {
   extern __shared__ float4 kept_storage[];  // (V / kPack) packs of the row
   __shared__ float scratch[2][32];
   using P = cuda::Pack<T>;
   constexpr int N = cuda::kPack<T>;
   P* const kept = reinterpret_cast<P*>(kept_storage);
-  P* const packs = reinterpret_cast<P*>(logits + blockIdx.x * V);
+  P* const packs = reinterpret_cast<P*>(logits + blockIdx.x * ld);
   const int64_t n_packs = V / N, step = blockDim.x;
   float m = -INFINITY, s = 0.0f;
   for (int64_t i = threadIdx.x; i < n_packs; i += cuda::kRowUnroll * step) {
@@ -116,17 +118,17 @@ chunk_rows_grad_kernel(T* logits, const int32_t* targets, int ignore_index,
   }
 }
 
-// Whether chunk_rows_grad_kernel takes rows of V values T at `logits` on the current
-// device, or the two kernels must.
+// Whether chunk_rows_grad_kernel takes rows of V values T, ld apart, at `logits` on the
+// current device, or the two kernels must.
 template <typename T>
-bool one_pass_fits(const void* logits, int64_t V) {
+bool one_pass_fits(const void* logits, int64_t V, int64_t ld) {
   static const bool enabled = [] {
     const char* env = std::getenv("ZERO_CE_ONE_PASS");
     return env == nullptr || std::string(env) != "0";
   }();
   const int64_t bytes = V * static_cast<int64_t>(sizeof(T));
   // Short rows leave most of 1024 threads idle; the two kernels use 256 a row.
-  if (!enabled || V % cuda::kPack<T> != 0 || reinterpret_cast<uintptr_t>(logits) % 16 != 0 ||
+  if (!enabled || V % cuda::kPack<T> != 0 || ld % cuda::kPack<T> != 0 || reinterpret_cast<uintptr_t>(logits) % 16 != 0 ||
       V < 8 * kOnePassThreads) {
     return false;
   }
@@ -134,6 +136,57 @@ bool one_pass_fits(const void* logits, int64_t V) {
   ZERO_CUDA_CHECK(cudaGetDevice(&device));
   const int most = cuda::device_attribute(device, cudaDevAttrMaxSharedMemoryPerBlockOptin);
   return bytes + 2 * 32 * 4 <= most;  // the row and the static scratch
+}
+
+// Note [Short rows a warp each]
+// The row kernels give a row a block of 256 threads (1024 in one pass), sized for GPT-2's
+// 50304 words. A character vocabulary (65 or 193 words) then leaves most of each block
+// idle, and the char model's 8192-row chunk took 31 us in the two kernels for 3 MB
+// (docs/speed_notes.md, item 79). Rows of up to 32 kSmallPerLane values take a warp each
+// instead: lane l holds values l, l + 32, ... in registers, the warp's shuffles make the
+// row's maximum and sum, and, when asked, the same kernel writes the gradient over the
+// row, as the one-pass kernel does. The target's value comes from its lane by shuffle,
+// not from memory, which other lanes may already have overwritten.
+constexpr int kSmallPerLane = 8;
+
+template <typename T>
+__global__ void small_rows_kernel(T* logits, const int32_t* targets, int ignore_index,
+                                  const float* grad_loss, const float* count, float* lse,
+                                  float* row_loss, int64_t n, int64_t V, int64_t ld) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  if (i >= n) return;
+  const int lane = threadIdx.x % 32;
+  T* row = logits + i * ld;
+  float x[kSmallPerLane];
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kSmallPerLane; ++k) {
+    const int64_t j = lane + 32 * k;
+    x[k] = j < V ? static_cast<float>(row[j]) : -INFINITY;
+    m = fmaxf(m, x[k]);
+  }
+  m = cuda::warp_max(m);
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kSmallPerLane; ++k) s += x[k] == -INFINITY ? 0.0f : __expf(x[k] - m);
+  const float l = m + __logf(cuda::warp_sum(s));
+  const int32_t t = targets[i];
+  const bool valid = t >= 0 && t < V;
+  float target_x = 0.0f;  // the target's logit, held by lane t % 32 in x[t / 32]
+#pragma unroll
+  for (int k = 0; k < kSmallPerLane; ++k) target_x = valid && k == t / 32 ? x[k] : target_x;
+  target_x = __shfl_sync(0xffffffffu, target_x, valid ? t % 32 : 0);
+  if (lane == 0) {
+    lse[i] = l;
+    row_loss[i] = t == ignore_index ? 0.0f : (valid ? l - target_x : NAN);
+  }
+  if (grad_loss == nullptr) return;
+  const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
+#pragma unroll
+  for (int k = 0; k < kSmallPerLane; ++k) {
+    const int64_t j = lane + 32 * k;
+    if (j < V) row[j] = static_cast<T>(scale * (__expf(x[k] - l) - (j == t ? 1.0f : 0.0f)));
+  }
 }
 
 // One block: loss += sum(row_loss) / count (nothing when count is 0).
@@ -150,10 +203,10 @@ __global__ void chunk_mean_kernel(const float* row_loss, int64_t n, const float*
 template <typename T>
 __global__ void chunk_backward_kernel(T* logits, const int32_t* targets, const float* lse,
                                       const float* grad_loss, const float* count,
-                                      int ignore_index, int64_t V) {
+                                      int ignore_index, int64_t V, int64_t ld) {
   const int32_t t = targets[blockIdx.x];
   const float scale = t == ignore_index || *count == 0.0f ? 0.0f : *grad_loss / *count;
-  T* row = logits + blockIdx.x * V;
+  T* row = logits + blockIdx.x * ld;
   cuda::cross_entropy_grad_row<T>(row, row, t, lse[blockIdx.x], scale, V);
 }
 
@@ -166,7 +219,8 @@ template <typename T>
 __global__ void chunk_backward_transposed_kernel(T* logits, T* transposed,
                                                  const int32_t* targets, const float* lse,
                                                  const float* grad_loss, const float* count,
-                                                 int ignore_index, int64_t n, int64_t V) {
+                                                 int ignore_index, int64_t n, int64_t V,
+                                                 int64_t ld) {
   __shared__ float tile[kTransposeTile][kTransposeTile + 1];
   const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kTransposeTile;
   const int64_t i0 = static_cast<int64_t>(blockIdx.y) * kTransposeTile;
@@ -176,9 +230,9 @@ __global__ void chunk_backward_transposed_kernel(T* logits, T* transposed,
     if (i >= n || j >= V) continue;
     const int32_t t = targets[i];
     const float scale = t == ignore_index ? 0.0f : norm;
-    const float x = static_cast<float>(logits[i * V + j]);
+    const float x = static_cast<float>(logits[i * ld + j]);
     const float d = scale * (__expf(x - lse[i]) - (j == t ? 1.0f : 0.0f));
-    logits[i * V + j] = static_cast<T>(d);
+    logits[i * ld + j] = static_cast<T>(d);
     tile[y][threadIdx.x] = d;
   }
   __syncthreads();
@@ -200,13 +254,23 @@ void cross_entropy_count_cuda(const Tensor& targets, int ignore_index, int64_t /
 void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& targets,
                                       int ignore_index, const Tensor& count, const Tensor& lse,
                                       const Tensor& loss, const Tensor& grad_loss) {
-  const int64_t n = logits.size(0), V = logits.size(1);
+  const int64_t n = logits.size(0), V = logits.size(1), ld = logits.stride(0);
   cuda::set_device(logits);
   Tensor row_loss = Tensor::Empty({n}, lse.options());  // (n) FP32
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const unsigned rows = static_cast<unsigned>(n);
-    if (grad_loss.defined() && one_pass_fits<T>(logits.data(), V)) {
+    if (V <= 32 * kSmallPerLane) {  // Note [Short rows a warp each]
+      constexpr int kRowsABlock = kRowThreads / 32;
+      small_rows_kernel<T><<<static_cast<unsigned>((n + kRowsABlock - 1) / kRowsABlock),
+                             kRowThreads, 0, cuda::current_stream()>>>(
+          logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index,
+          grad_loss.defined() ? grad_loss.data_ptr<float>() : nullptr, count.data_ptr<float>(),
+          lse.data_ptr<float>(), row_loss.data_ptr<float>(), n, V, ld);
+      ZERO_CUDA_LAUNCH_CHECK();
+      return;
+    }
+    if (grad_loss.defined() && one_pass_fits<T>(logits.data(), V, ld)) {
       const size_t bytes = static_cast<size_t>(V) * sizeof(T);
       // Set at every launch, not once: a process may run this on more than one GPU.
       ZERO_CUDA_CHECK(cudaFuncSetAttribute(chunk_rows_grad_kernel<T>,
@@ -215,18 +279,18 @@ void cross_entropy_chunk_forward_cuda(const Tensor& logits, const Tensor& target
       chunk_rows_grad_kernel<T><<<rows, kOnePassThreads, bytes, cuda::current_stream()>>>(
           logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index,
           grad_loss.data_ptr<float>(), count.data_ptr<float>(), lse.data_ptr<float>(),
-          row_loss.data_ptr<float>(), V);
+          row_loss.data_ptr<float>(), V, ld);
       ZERO_CUDA_LAUNCH_CHECK();
       return;
     }
     chunk_rows_kernel<T><<<rows, kRowThreads, 0, cuda::current_stream()>>>(
         logits.data_ptr<T>(), targets.data_ptr<int32_t>(), ignore_index, lse.data_ptr<float>(),
-        row_loss.data_ptr<float>(), V);
+        row_loss.data_ptr<float>(), V, ld);
     ZERO_CUDA_LAUNCH_CHECK();
     if (!grad_loss.defined()) return;
     chunk_backward_kernel<T><<<rows, kRowThreads, 0, cuda::current_stream()>>>(
         logits.data_ptr<T>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
-        grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
+        grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V, ld);
     ZERO_CUDA_LAUNCH_CHECK();
   });
   chunk_mean_kernel<<<1, kReduceThreads, 0, cuda::current_stream()>>>(
@@ -238,7 +302,7 @@ void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targe
                                        const Tensor& lse, const Tensor& grad_loss,
                                        const Tensor& count, int ignore_index,
                                        const Tensor& transposed) {
-  const int64_t n = logits.size(0), V = logits.size(1);
+  const int64_t n = logits.size(0), V = logits.size(1), ld = logits.stride(0);
   cuda::set_device(logits);
   dispatch_dtype<FloatTypes>(logits.dtype(), "cross_entropy_chunk_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -252,14 +316,14 @@ void cross_entropy_chunk_backward_cuda(const Tensor& logits, const Tensor& targe
                                             cuda::current_stream()>>>(
           logits.data_ptr<T>(), transposed.data_ptr<T>(), targets.data_ptr<int32_t>(),
           lse.data_ptr<float>(), grad_loss.data_ptr<float>(), count.data_ptr<float>(),
-          ignore_index, n, V);
+          ignore_index, n, V, ld);
       ZERO_CUDA_LAUNCH_CHECK();
       return;
     }
     chunk_backward_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0,
                                cuda::current_stream()>>>(
         logits.data_ptr<T>(), targets.data_ptr<int32_t>(), lse.data_ptr<float>(),
-        grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V);
+        grad_loss.data_ptr<float>(), count.data_ptr<float>(), ignore_index, V, ld);
     ZERO_CUDA_LAUNCH_CHECK();
   });
 }
