@@ -174,7 +174,10 @@ def main():
         for prog in TEST_PROGRAMS:
             out = run([builds["this"] / "tests" / prog, f"--gtest_filter={args.tests}",
                        "--gtest_brief=1"])
-            print(f"{prog}: {out.strip().splitlines()[-1] if out.strip() else 'no output'}")
+            # The summary: "[  PASSED  ] n tests." and, where some skip, their count.
+            summary = [line.strip() for line in out.splitlines()
+                       if re.match(r"\[ +(PASSED|SKIPPED) +\] \d", line)]
+            print(f"{prog}: {' '.join(summary) if summary else 'no output'}")
     rounds = {"base": [], "this": []}
     for r in range(args.rounds):
         for name in ("base", "this"):
