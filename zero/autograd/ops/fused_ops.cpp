@@ -152,7 +152,7 @@ void OpLinearCrossEntropy::Chunks_(const Tensor& x, const Tensor& weight, const 
   // Note [A padded head]
   // With V not a multiple of 8 (a character vocabulary: 65 or 193), rows of V logits
   // start at addresses cuBLAS cannot read 16 bytes at a time, and it ran its kernels for
-  // misaligned operands: 15 us each of the char model's six head GEMMs, plus split-K
+  // misaligned operands: 11 to 16 us each of the char model's six head GEMMs, plus split-K
   // reductions (docs/speed_notes.md, item 79). So on CUDA the logits live in rows of
   // `width`, V rounded up to 8, and the product and grad_x take the weight padded with
   // zero rows: the pad columns are x times a zero row, 0, and add nothing to grad_x. The

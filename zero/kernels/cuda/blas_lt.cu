@@ -298,8 +298,8 @@ void linear_backward_params_cuda(const Tensor& grad_out, const Tensor& x,
   };
   // A bias gradient summed apart is summed first, while g, just written by the op
   // after this Linear, is still in L2: after the GEMM, which streams x through L2 too,
-  // the sum read it from memory (10 us where 6 would do for the char model's [16384,
-  // 384] BF16 g on an H100; docs/speed_notes.md, item 78).
+  // the sum read more of it from memory (the char model's attention c_proj, a [16384,
+  // 384] BF16 g: 5.8 -> 4.9 us on an H100; docs/speed_notes.md, item 78).
   const bool summed_first = grad_bias.defined() && !fuse_bias;
   if (summed_first) column_sum(grad_out, grad_bias);  // (out)
   if (grad_weight.defined() && n > 0 && grad_weight.numel() > 0) {
