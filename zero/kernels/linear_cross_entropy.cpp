@@ -2,9 +2,10 @@
 // (autograd/ops/fused_ops.cpp) runs on one chunk of rows at a time. The mean is over
 // the whole batch, so the count of non-ignored targets is computed once, kept in a
 // one-element tensor on the device (no host synchronisation), and passed to each chunk.
-// Shapes: logits [n, V] with rows of unit stride (a padded buffer's view), F32, BF16 or F16 (the backward's transposed copy
-// the same), targets [n] contiguous I32, lse [n] F32, count, loss and grad_loss
-// one-element F32: the log-sum-exp and the loss are FP32 whatever the logits are.
+// Shapes: logits [n, V] with rows of unit stride (a padded buffer's view), F32, BF16 or
+// F16 (the backward's transposed copy the same, contiguous), targets [n] contiguous I32,
+// lse [n] F32, count, loss and grad_loss one-element F32: the log-sum-exp and the loss
+// are FP32 whatever the logits are.
 #include "zero/kernels/checks.h"
 #include "zero/kernels/dispatch.h"
 #include "zero/kernels/tensor_ops.h"

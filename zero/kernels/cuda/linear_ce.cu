@@ -128,8 +128,8 @@ bool one_pass_fits(const void* logits, int64_t V, int64_t ld) {
   }();
   const int64_t bytes = V * static_cast<int64_t>(sizeof(T));
   // Short rows leave most of 1024 threads idle; the two kernels use 256 a row.
-  if (!enabled || V % cuda::kPack<T> != 0 || ld % cuda::kPack<T> != 0 || reinterpret_cast<uintptr_t>(logits) % 16 != 0 ||
-      V < 8 * kOnePassThreads) {
+  if (!enabled || V % cuda::kPack<T> != 0 || ld % cuda::kPack<T> != 0 ||
+      reinterpret_cast<uintptr_t>(logits) % 16 != 0 || V < 8 * kOnePassThreads) {
     return false;
   }
   int device = 0;
@@ -141,7 +141,7 @@ bool one_pass_fits(const void* logits, int64_t V, int64_t ld) {
 // Note [Short rows a warp each]
 // The row kernels give a row a block of 256 threads (1024 in one pass), sized for GPT-2's
 // 50304 words. A character vocabulary (65 or 193 words) then leaves most of each block
-// idle, and the char model's 8192-row chunk took 31 us in the two kernels for 3 MB
+// idle, and the char model's 8192-row chunk took 31 us in the two kernels for 1 MB
 // (docs/speed_notes.md, item 79). Rows of up to 32 kSmallPerLane values take a warp each
 // instead: lane l holds values l, l + 32, ... in registers, the warp's shuffles make the
 // row's maximum and sum, and, when asked, the same kernel writes the gradient over the
