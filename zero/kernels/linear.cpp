@@ -112,4 +112,9 @@ void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tenso
   linear_backward_params_stub(x.device(), grad_out, x, grad_weight, grad_bias);
 }
 
+void linear_backward_bias(const Tensor& grad_out, const Tensor& grad_bias) {
+  // With no weight gradient x is only checked, never read: grad_out stands in for it.
+  linear_backward_params(grad_out, grad_out, Tensor(), grad_bias);
+}
+
 }  // namespace zero::ops

@@ -295,6 +295,9 @@ void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
 /// it too or is F32, and both are FP32 sums rounded once.
 void linear_backward_params(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                             const Tensor& grad_bias);
+/// `grad_bias` = column sums of `grad_out` [N, out] alone: `linear_backward_params`
+/// without a weight gradient, for a bias whose sum is made apart from its weight's.
+void linear_backward_bias(const Tensor& grad_out, const Tensor& grad_bias);
 /// The first half of a GPT's MLP: `pre[N, out] = x @ weight^T + bias` (as
 /// `linear_forward`) and `y = gelu(pre)` (the tanh approximation of `UnaryOp::kGelu`).
 /// Writes both, `pre` for the backward's GeLU derivative. On the CPU this is exactly

@@ -74,13 +74,13 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
   }
   // A 16-bit c_proj's bias gradient is a column sum of g of its own, made first while g
   // is in L2: after the GeLU pass's 200 MB (a char model's BF16 layer) it came from
-  // memory. With grad_weight undefined x is not read; pre stands in for the hidden layer,
-  // not made yet (docs/speed_notes.md, item 78). In FP32 the sum stays with the weight
+  // memory (docs/speed_notes.md, item 78). In FP32 the sum stays with the weight
   // gradient, whose GEMM may make it in its epilogue (cuBLASLt's BGRADB).
-  const bool bias_first = grad_proj_bias.defined() && !bias_made && g.dtype() != DataType::F32;
-  if (bias_first) ops::linear_backward_params(g, pre_, Tensor(), grad_proj_bias);
-  const bool proj_grads = grad_proj_weight.defined() || (grad_proj_bias.defined() && !bias_made &&
-                                                         !bias_first);
+  const bool to_sum = grad_proj_bias.defined() && !bias_made;
+  const bool bias_first = to_sum && g.dtype() != DataType::F32;
+  if (bias_first) ops::linear_backward_bias(g, grad_proj_bias);
+  const bool bias_with_weight = to_sum && !bias_first;
+  const bool proj_grads = grad_proj_weight.defined() || bias_with_weight;
   const bool input_grads = needs_grad(0) || needs_grad(1) || needs_grad(2);
   Tensor hidden;  // (N, H), made again: Note [Recomputing the GeLU]
   if (proj_grads) hidden = Tensor::Empty(pre_.sizes(), pre_.options());
@@ -100,7 +100,7 @@ std::vector<Tensor> OpMlp::Backward_(const std::vector<Tensor>& grad) {
   }
   if (proj_grads) {
     ops::linear_backward_params(g, hidden, grad_proj_weight,
-                                bias_made || bias_first ? Tensor() : grad_proj_bias);
+                                bias_with_weight ? grad_proj_bias : Tensor());
     hidden = Tensor();  // freed before the first Linear's gradients
   }
   std::vector<Tensor> grads = {Tensor(), Tensor(), Tensor()};

@@ -60,8 +60,7 @@ std::vector<Tensor> OpLayerNorm::Backward_(const std::vector<Tensor>& grad) {
                            fused ? sums : Tensor());
   if (so_far.defined() && !add) grad_x = grad_x + so_far;
   if (sums.defined() && !fused) {  // the sum added afterwards: its columns summed apart
-    const Tensor rows = grad_x.View({-1, x.size(-1)});
-    ops::linear_backward_params(rows, rows, Tensor(), sums);  // a bias gradient's sum
+    ops::linear_backward_bias(grad_x.View({-1, x.size(-1)}), sums);
   }
   return {needs_grad(0) ? grad_x : Tensor(), needs_grad(1) ? grad_weight : Tensor(),
           needs_grad(2) ? grad_bias : Tensor()};
